@@ -1,0 +1,56 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// The layout shows the architecture (SPEC §7):
+//   FeedKit  ←  Plugins/*  ←  FeedEngine  ←  FeedServer, SystemdSupport  ←  Daemon  ←  feedd
+// and FeedClient ← feedctl, TestSupport. Adapters import FeedKit and nothing else.
+let package = Package(
+    name: "feedd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "feedd", targets: ["feedd"]),
+        .executable(name: "feedctl", targets: ["feedctl"]),
+        .library(name: "FeedKit", targets: ["FeedKit"]),
+    ],
+    targets: [
+        // The adapter protocol and every type an adapter sees.
+        .target(name: "FeedKit"),
+
+        // Source adapters: one module each, importing FeedKit only.
+        .target(name: "FileAdapter", dependencies: ["FeedKit"], path: "Plugins/File"),
+
+        // C libraries from Debian.
+        .systemLibrary(
+            name: "CSystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
+        // toml++ (Debian's libtomlplusplus-dev) compiled header-only into a tiny C API,
+        // so a static feedd binary needs no libtomlplusplus at run time.
+        .target(
+            name: "CTOMLShim",
+            cxxSettings: [.define("TOML_HEADER_ONLY", to: "1"), .define("TOML_EXCEPTIONS", to: "0")]),
+
+        // Feeds, prefetch, shared fetches, cursors, configuration.
+        .target(name: "FeedEngine", dependencies: ["FeedKit", "CTOMLShim"]),
+        // The Unix socket, connections, the line protocol and flow control.
+        .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedKit"]),
+        // sd_notify, the watchdog, socket activation and journald-style logging.
+        .target(name: "SystemdSupport", dependencies: ["CSystemd", "FeedKit"]),
+        // A small blocking client for the socket, used by feedctl and the tests.
+        .target(name: "FeedClient", dependencies: ["FeedKit"]),
+        // The daemon's wiring: command line, config lookup, adapters, signals.
+        .target(
+            name: "Daemon",
+            dependencies: ["FeedKit", "FeedEngine", "FeedServer", "SystemdSupport", "FileAdapter"]),
+
+        .executableTarget(name: "feedd", dependencies: ["Daemon"]),
+        .executableTarget(name: "feedctl", dependencies: ["FeedClient", "FeedKit"]),
+
+        .target(name: "TestSupport", dependencies: ["FeedClient", "FeedKit"], path: "Tests/TestSupport"),
+        .testTarget(name: "FeedKitTests", dependencies: ["FeedKit"]),
+        .testTarget(name: "FileAdapterTests", dependencies: ["FileAdapter", "FeedKit", "TestSupport"]),
+        .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedKit", "FileAdapter"]),
+        .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
+        .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit"]),
+    ],
+    cxxLanguageStandard: .cxx17
+)

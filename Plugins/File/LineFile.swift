@@ -1,0 +1,111 @@
+import FeedKit
+import Foundation
+
+/// A file opened for reading lines from a known position.
+final class LineFile {
+    private let path: String
+    private let descriptor: Int32
+
+    init(path: String) throws {
+        self.path = path
+        descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw SourceError.transient("cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    func close() {
+        _ = Foundation.close(descriptor)
+    }
+
+    func lines(from position: FilePosition, includeUnterminatedLast: Bool) throws -> LineReader {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            throw SourceError.transient("cannot stat \(path): \(String(cString: strerror(errno)))")
+        }
+        guard Int64(info.st_size) >= position.offset else {
+            throw SourceError.rejected("\(path) is shorter (\(info.st_size) bytes) than where its feed had read to (\(position.offset)); was it truncated?")
+        }
+        return LineReader(file: self, position: position, includeUnterminatedLast: includeUnterminatedLast)
+    }
+
+    fileprivate func read(at offset: Int64, into buffer: inout [UInt8]) throws -> Int {
+        let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
+        guard count >= 0 else {
+            throw SourceError.transient("cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        return count
+    }
+}
+
+/// Reads complete lines one after another, tracking the byte offset and line number after each.
+struct LineReader {
+    struct Line {
+        let number: Int
+        let text: [UInt8]
+    }
+
+    private let file: LineFile
+    private let includeUnterminatedLast: Bool
+    private var chunk: [UInt8] = []
+    private var chunkStart = 0
+    private var chunkOffset: Int64
+    private var atEndOfFile = false
+    /// The byte offset just past the last line returned.
+    private(set) var offset: Int64
+    /// The number of the line that starts at `offset`.
+    private(set) var lineNumber: Int
+
+    fileprivate init(file: LineFile, position: FilePosition, includeUnterminatedLast: Bool) {
+        self.file = file
+        self.includeUnterminatedLast = includeUnterminatedLast
+        offset = position.offset
+        chunkOffset = position.offset
+        lineNumber = position.line
+    }
+
+    /// The next line with anything but white space on it, or `nil` at the end of the file.
+    mutating func nextNonBlank() throws -> Line? {
+        while let line = try nextLine() {
+            if line.text.contains(where: { !Self.isWhiteSpace($0) }) { return line }
+        }
+        return nil
+    }
+
+    private mutating func nextLine() throws -> Line? {
+        while true {
+            if let newline = chunk[chunkStart...].firstIndex(of: UInt8(ascii: "\n")) {
+                return take(upTo: newline, consumed: newline + 1)
+            }
+            if atEndOfFile {
+                guard includeUnterminatedLast, chunkStart < chunk.count else { return nil }
+                return take(upTo: chunk.count, consumed: chunk.count)
+            }
+            try readMore()
+        }
+    }
+
+    private mutating func take(upTo end: Int, consumed: Int) -> Line {
+        var text = Array(chunk[chunkStart..<end])
+        if text.last == UInt8(ascii: "\r") { text.removeLast() }
+        let line = Line(number: lineNumber, text: text)
+        offset += Int64(consumed - chunkStart)
+        chunkStart = consumed
+        lineNumber += 1
+        return line
+    }
+
+    private mutating func readMore() throws {
+        chunk.removeFirst(chunkStart)
+        chunkOffset += Int64(chunkStart)
+        chunkStart = 0
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        let count = try file.read(at: chunkOffset + Int64(chunk.count), into: &buffer)
+        if count == 0 { atEndOfFile = true }
+        chunk.append(contentsOf: buffer[0..<count])
+    }
+
+    private static func isWhiteSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0B || byte == 0x0C
+    }
+}

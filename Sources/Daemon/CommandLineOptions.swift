@@ -1,0 +1,58 @@
+/// What `feedd` was asked to do (SPEC §2).
+enum DaemonCommand: Equatable {
+    case run(configPath: String?, socketPath: String?)
+    case checkConfig(configPath: String?)
+    case version
+    case help
+}
+
+/// A command line that makes no sense; the daemon prints it with the usage and exits 2.
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+}
+
+extension DaemonCommand {
+    static let usage = """
+        Usage: feedd [--config PATH] [--socket PATH]
+               feedd check-config [--config PATH]
+               feedd --version | --help
+
+        Runs the feed daemon in the foreground. The config is read from --config, else
+        $FEEDD_CONFIG, else /etc/feedd/feedd.toml, else the embedded default config.
+
+          --config PATH   the TOML config file (drop-ins: feedd.d/*.toml beside it)
+          --socket PATH   the Unix socket to listen on (ignored under socket activation)
+          check-config    validate the config and every feed's options, print each problem
+                          as FILE:LINE:COL: message, exit 0 if valid and 2 if not
+        """
+
+    static func parse(_ arguments: [String]) throws(UsageError) -> DaemonCommand {
+        var arguments = arguments[...]
+        var checkConfig = false
+        var configPath: String?
+        var socketPath: String?
+        func value(for option: String) throws(UsageError) -> String {
+            guard let value = arguments.popFirst(), !value.isEmpty else { throw UsageError(description: "\(option) needs a value") }
+            return value
+        }
+        if arguments.first == "check-config" {
+            checkConfig = true
+            arguments.removeFirst()
+        }
+        while let argument = arguments.popFirst() {
+            switch argument {
+            case "--version", "-V": return .version
+            case "--help", "-h": return .help
+            case "--config": configPath = try value(for: argument)
+            case "--socket" where !checkConfig: socketPath = try value(for: argument)
+            default:
+                if let equals = argument.firstIndex(of: "="), argument.hasPrefix("--") {
+                    arguments.insert(contentsOf: [String(argument[..<equals]), String(argument[argument.index(after: equals)...])], at: arguments.startIndex)
+                    continue
+                }
+                throw UsageError(description: "unknown argument \"\(argument)\"")
+            }
+        }
+        return checkConfig ? .checkConfig(configPath: configPath) : .run(configPath: configPath, socketPath: socketPath)
+    }
+}

@@ -1,0 +1,67 @@
+import FeedEngine
+import FeedKit
+import Foundation
+import SystemdSupport
+
+/// The `feedd` command: parses the command line and runs what it asks for.
+public enum Feedd {
+    @MainActor
+    public static func main(_ arguments: [String]) -> Never {
+        let command: DaemonCommand
+        do {
+            command = try DaemonCommand.parse(arguments)
+        } catch {
+            FileHandle.standardError.write(Data("feedd: \(error)\n\n\(DaemonCommand.usage)\n".utf8))
+            exit(2)
+        }
+        switch command {
+        case .version:
+            print("feedd \(feeddVersion)")
+            exit(0)
+        case .help:
+            print(DaemonCommand.usage)
+            exit(0)
+        case .checkConfig(let configPath):
+            exit(checkConfig(configPath: configPath))
+        case .run(let configPath, let socketPath):
+            Daemon(configPath: configPath, socketPath: socketPath).run()
+        }
+    }
+
+    /// Prints every problem as `FILE:LINE:COL: message` and nothing on success.
+    private static func checkConfig(configPath: String?) -> Int32 {
+        let sink = JournalLogSink(minimumLevel: .error)
+        let loader = ConfigLoading(paths: RuntimePaths(environment: ProcessInfo.processInfo.environment), logger: Logger(sink: sink))
+        do {
+            _ = try loader.load(explicitPath: configPath)
+            return 0
+        } catch {
+            for problem in error.problems { print(problem) }
+            return 2
+        }
+    }
+}
+
+/// Finds and loads the configuration the way both the daemon and `check-config` do.
+struct ConfigLoading {
+    let paths: RuntimePaths
+    let logger: Logger
+
+    func load(explicitPath: String?) throws(ConfigError) -> Configuration {
+        let loader = ConfigurationLoader(registry: builtinAdapters, logger: logger)
+        if let file = paths.configFile(explicit: explicitPath) {
+            return try loader.load(file: file)
+        }
+        let samplePath = "\(paths.runtimeDirectory)/\(SampleData.fileName)"
+        let directory = (RuntimePaths.systemConfigFile as NSString).deletingLastPathComponent + "/feedd.d"
+        return try loader.load(
+            text: DefaultConfiguration.text(samplePath: samplePath), named: DefaultConfiguration.name, dropInDirectory: directory)
+    }
+
+    /// Writes the embedded sample data where the embedded config expects it.
+    func installSampleData() throws {
+        let directory = paths.runtimeDirectory
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try Data(SampleData.text.utf8 + [UInt8(ascii: "\n")]).write(to: URL(fileURLWithPath: "\(directory)/\(SampleData.fileName)"), options: .atomic)
+    }
+}

@@ -1,0 +1,31 @@
+/// One thing wrong with the configuration, located as precisely as the parser allows.
+public struct ConfigProblem: Sendable, Hashable, CustomStringConvertible {
+    public let file: String
+    public let line: Int?
+    public let column: Int?
+    public let message: String
+
+    public init(file: String, line: Int? = nil, column: Int? = nil, message: String) {
+        self.file = file
+        self.line = line
+        self.column = column
+        self.message = message
+    }
+
+    /// `FILE:LINE:COL: message`, or `FILE: message` where no position is known.
+    public var description: String {
+        guard let line else { return "\(file): \(message)" }
+        return "\(file):\(line):\(column ?? 1): \(message)"
+    }
+}
+
+/// Every problem found in a configuration; it is rejected as a whole.
+public struct ConfigError: Error, Sendable, CustomStringConvertible {
+    public let problems: [ConfigProblem]
+
+    public init(_ problems: [ConfigProblem]) {
+        self.problems = problems
+    }
+
+    public var description: String { problems.map(\.description).joined(separator: "\n") }
+}

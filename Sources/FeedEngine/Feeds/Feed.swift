@@ -1,0 +1,318 @@
+import FeedKit
+
+/// One configured feed at run time: its page cache, its single upstream fetcher and its subscriptions.
+///
+/// Everything here runs on the main actor, so the cache, the positions of every subscription and
+/// the fetch state have one owner. Only the adapter's `fetch` runs elsewhere; its result comes back
+/// here tagged with the generation it was started in, and a stale one is dropped.
+///
+/// Fetching is demand-driven: the feed fetches the lowest page that some subscription wants
+/// (see ``Subscription/wantedPages(prefetch:)``) and is not cached, one request at a time, so any
+/// number of subscribers at the same page cause one upstream request, and nothing is fetched while
+/// nobody moves.
+@MainActor
+public final class Feed {
+    public let settings: FeedSettings
+    public var name: String { settings.name }
+    let adapter: any SourceAdapter
+    private let logger: Logger
+    /// Called whenever ``health`` changes, for systemd's STATUS line.
+    var onHealthChange: (() -> Void)?
+
+    public private(set) var generation = 1
+    private var cache: [Int: Page] = [:]
+    /// How to ask the source for each feed page whose predecessor has been fetched.
+    private var sourceCursors: [Int: PageRequest] = [:]
+    /// The last page of a finite source, once fetched.
+    private var lastPage: Int?
+    /// A live source answered `notYet` for this page; `next` past it answers `end` until new data comes.
+    private var caughtUpAt: Int?
+    private var subscriptions: [ObjectIdentifier: Subscription] = [:]
+    /// The one upstream task in progress: a fetch, a backoff before the next try, or waiting for
+    /// a live source. A new fetch starts only when it is nil.
+    private var upstreamTask: Task<Void, Never>?
+    private var failedAttempts = 0
+
+    public private(set) var health: FeedHealth = .ok
+    public private(set) var fetchedPages = 0
+    public private(set) var upstreamRequests = 0
+
+    init(definition: FeedDefinition, logger: Logger) {
+        settings = definition.settings
+        adapter = definition.adapter
+        self.logger = logger.labelled("feed \(definition.settings.name)")
+        sourceCursors[1] = PageRequest(page: 1, token: nil, generation: generation)
+    }
+
+    public var cachedPages: Int { cache.count }
+    public var reachedEnd: Bool { lastPage != nil }
+    public var subscriberCount: Int { subscriptions.count }
+    public var allSubscriptions: [Subscription] { Array(subscriptions.values) }
+
+    // MARK: Subscriptions
+
+    /// Starts a subscription after page `after` of the current generation.
+    public func subscribe(output: any SubscriptionOutput, consumer: String?, after: Int, follows: Bool) -> Subscription {
+        let subscription = Subscription(feed: self, output: output, consumer: consumer, after: after, follows: follows)
+        subscriptions[ObjectIdentifier(subscription)] = subscription
+        pump(subscription)
+        return subscription
+    }
+
+    func remove(_ subscription: Subscription) {
+        subscriptions[ObjectIdentifier(subscription)] = nil
+        subscription.pendingNexts.removeAll()
+    }
+
+    /// Delivers to `subscription` every page it wants that is ready and that its connection can
+    /// take, answers its `next`s with `end` past the last page, then fetches what is missing.
+    public func pump(_ subscription: Subscription) {
+        deliver(to: subscription)
+        fetchIfNeeded()
+    }
+
+    private func deliver(to subscription: Subscription) {
+        while subscription.wantsPage, subscriptions[ObjectIdentifier(subscription)] != nil {
+            let number = subscription.position + 1
+            if let lastPage, number > lastPage {
+                answerEnd(subscription, at: lastPage)
+                return
+            }
+            guard let page = cache[number] else {
+                if caughtUpAt == number { answerEnd(subscription, at: number - 1) }
+                return
+            }
+            guard subscription.output?.canTakePage == true else { return }
+            let replyTo = subscription.pendingNexts.first?.replyTo
+            if !subscription.pendingNexts.isEmpty {
+                subscription.pendingNexts[0].remaining -= 1
+                if subscription.pendingNexts[0].remaining == 0 { subscription.pendingNexts.removeFirst() }
+            }
+            subscription.position = number
+            subscription.send(.page(page, replyTo: replyTo))
+        }
+    }
+
+    /// Answers every outstanding `next` with `end`; a follower hears it once.
+    private func answerEnd(_ subscription: Subscription, at page: Int) {
+        let pending = subscription.pendingNexts
+        subscription.pendingNexts.removeAll()
+        for request in pending {
+            subscription.send(.end(feed: name, page: page, replyTo: request.replyTo))
+        }
+        if subscription.follows, pending.isEmpty, !subscription.toldEnd, lastPage != nil {
+            subscription.toldEnd = true
+            subscription.send(.end(feed: name, page: page, replyTo: nil))
+        }
+    }
+
+    // MARK: Refresh
+
+    /// Pull-to-refresh: drops every cached page, starts a new generation and tells every
+    /// subscription, whose position goes back to 0. The `refreshed` event of `requester` (the
+    /// asking connection's own subscription, if it has one) carries the request's id.
+    public func refresh(requester: Subscription? = nil, replyTo: JSONValue? = nil) {
+        upstreamTask?.cancel()
+        upstreamTask = nil
+        generation += 1
+        cache.removeAll()
+        sourceCursors = [1: PageRequest(page: 1, token: nil, generation: generation)]
+        lastPage = nil
+        caughtUpAt = nil
+        failedAttempts = 0
+        for subscription in subscriptions.values {
+            subscription.position = 0
+            subscription.cursor = 0
+            subscription.toldEnd = false
+            let isRequester = subscription === requester
+            subscription.send(.refreshed(feed: name, generation: generation, replyTo: isRequester ? replyTo : nil))
+        }
+        pumpAll()
+    }
+
+    /// Ends every subscription and stops fetching: the feed was removed or replaced.
+    func close() {
+        upstreamTask?.cancel()
+        upstreamTask = nil
+        for subscription in Array(subscriptions.values) {
+            remove(subscription)
+            subscription.send(.removed(feed: name))
+        }
+        let adapter = adapter
+        Task { await adapter.shutdown() }
+    }
+
+    private func pumpAll() {
+        for subscription in Array(subscriptions.values) { deliver(to: subscription) }
+        fetchIfNeeded()
+    }
+
+    // MARK: Fetching
+
+    /// The lowest page some subscription wants that is not cached, if any.
+    private func lowestMissingWantedPage() -> Int? {
+        var lowest: Int?
+        for subscription in subscriptions.values {
+            guard let wanted = subscription.wantedPages(prefetch: settings.prefetch) else { continue }
+            for number in wanted {
+                if let lastPage, number > lastPage { break }
+                if let lowest, number >= lowest { break }
+                if cache[number] == nil {
+                    lowest = number
+                    break
+                }
+            }
+        }
+        return lowest
+    }
+
+    private func isWanted(_ number: Int) -> Bool {
+        subscriptions.values.contains { $0.wantedPages(prefetch: settings.prefetch)?.contains(number) == true }
+    }
+
+    private func fetchIfNeeded() {
+        guard upstreamTask == nil, var number = lowestMissingWantedPage() else { return }
+        if caughtUpAt == number { return }
+        // Pages come in order: if the wanted page's predecessor has never been fetched, its
+        // token is unknown, so fetch the first page whose token is known.
+        if sourceCursors[number] == nil, let furthestKnown = sourceCursors.keys.max(), furthestKnown < number {
+            number = furthestKnown
+        }
+        guard let request = sourceCursors[number], makeRoomInCache() else { return }
+        startFetch(page: number, request: request)
+    }
+
+    /// Keeps the cache within `cache_pages` by dropping the lowest page nobody wants; false when
+    /// every cached page is wanted (then nothing more is fetched until someone moves on).
+    private func makeRoomInCache() -> Bool {
+        while cache.count >= settings.cachePages {
+            guard let victim = cache.keys.sorted().first(where: { !isWanted($0) }) else { return false }
+            cache[victim] = nil
+        }
+        return true
+    }
+
+    private func startFetch(page number: Int, request: PageRequest) {
+        upstreamRequests += 1
+        let adapter = adapter
+        let generation = generation
+        upstreamTask = Task {
+            let result: Result<FetchResult, any Error>
+            do {
+                result = .success(try await adapter.fetch(request))
+            } catch {
+                result = .failure(error)
+            }
+            self.finishFetch(page: number, request: request, generation: generation, result: result)
+        }
+    }
+
+    private func finishFetch(page number: Int, request: PageRequest, generation: Int, result: Result<FetchResult, any Error>) {
+        guard generation == self.generation, !Task.isCancelled else { return }
+        upstreamTask = nil
+        switch result {
+        case .success(.page(let items, let next)):
+            store(page: number, items: items, next: next, request: request)
+        case .success(.notYet):
+            caughtUpAt = number
+            recovered()
+            pumpAll()
+            waitForNewData(after: request, page: number)
+        case .failure(let error):
+            fail(page: number, error: error)
+        }
+    }
+
+    private func store(page number: Int, items: [Item], next: NextPage, request: PageRequest) {
+        fetchedPages += 1
+        if caughtUpAt == number { caughtUpAt = nil }
+        switch next {
+        case .more(let token):
+            sourceCursors[number + 1] = PageRequest(page: request.page + 1, token: token, generation: generation)
+        case .end where settings.wrap && !(items.isEmpty && request.page == 1):
+            sourceCursors[number + 1] = PageRequest(page: 1, token: nil, generation: generation)
+        case .end:
+            lastPage = number
+        }
+        let isLast = lastPage == number
+        cache[number] = Page(feed: name, generation: generation, number: number, items: items, isLast: isLast)
+        recovered()
+        pumpAll()
+    }
+
+    private func waitForNewData(after request: PageRequest, page number: Int) {
+        let adapter = adapter
+        let poll = settings.poll ?? .seconds(1)
+        let generation = generation
+        upstreamTask = Task {
+            try? await adapter.waitForNewData(after: request, pollInterval: poll)
+            guard generation == self.generation, !Task.isCancelled else { return }
+            self.upstreamTask = nil
+            if self.caughtUpAt == number { self.caughtUpAt = nil }
+            self.fetchIfNeeded()
+        }
+    }
+
+    // MARK: Upstream failures
+
+    private func fail(page number: Int, error: any Error) {
+        let sourceError = error as? SourceError ?? .transient(String(describing: error))
+        failedAttempts += 1
+        let delay = retryDelay(for: sourceError)
+        let state: FeedHealth.State = sourceError.kind == .rejected ? .failing : .retrying
+        setHealth(FeedHealth(state: state, lastError: sourceError.message))
+        logger.warning("page \(number): \(sourceError.message); retrying in \(delay.wholeMilliseconds) ms")
+        for subscription in subscriptions.values where subscription.wantsPage && subscription.position + 1 == number {
+            subscription.send(.upstreamFailing(
+                feed: name, message: sourceError.message, retryIn: delay, replyTo: subscription.pendingNexts.first?.replyTo))
+        }
+        let generation = generation
+        upstreamTask = Task {
+            try? await Task.sleep(for: delay)
+            guard generation == self.generation, !Task.isCancelled else { return }
+            self.upstreamTask = nil
+            self.fetchIfNeeded()
+        }
+    }
+
+    /// Exponential backoff with jitter for transient failures, the slowest rate for rejections,
+    /// and never sooner than the upstream's `Retry-After`, even past `retry_max_delay`.
+    private func retryDelay(for error: SourceError) -> Duration {
+        let maximum = settings.retryMaxDelay
+        var delay: Duration
+        if error.kind == .rejected {
+            delay = maximum
+        } else {
+            let exponential = Duration.milliseconds(250) * (1 << min(failedAttempts - 1, 20))
+            let capped = min(exponential, maximum)
+            delay = capped * Double.random(in: 0.5...1.0)
+        }
+        if let retryAfter = error.retryAfter { delay = max(delay, retryAfter) }
+        return delay
+    }
+
+    private func recovered() {
+        failedAttempts = 0
+        setHealth(.ok)
+    }
+
+    private func setHealth(_ newHealth: FeedHealth) {
+        guard newHealth != health else { return }
+        if health.state != .ok, newHealth.state == .ok { logger.notice("upstream recovered") }
+        health = newHealth
+        onHealthChange?()
+    }
+}
+
+/// How a feed's upstream is doing, for `status` and systemd's STATUS line.
+public struct FeedHealth: Sendable, Equatable {
+    public enum State: String, Sendable {
+        case ok, retrying, failing
+    }
+
+    public var state: State
+    /// What the last failure was, while the feed is not ok.
+    public var lastError: String?
+
+    public static let ok = FeedHealth(state: .ok, lastError: nil)
+}

@@ -1,0 +1,50 @@
+import FeedKit
+
+/// Every running feed, by name; applies a new configuration's feeds on reload.
+@MainActor
+public final class FeedDirectory {
+    public private(set) var feeds: [String: Feed] = [:]
+    private let logger: Logger
+    /// Called when any feed's health changes, or feeds come and go.
+    public var onChange: (() -> Void)?
+
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    public var names: [String] { feeds.keys.sorted() }
+
+    public subscript(name: String) -> Feed? { feeds[name] }
+
+    /// Makes the running feeds those of `definitions`: new ones start, removed ones end their
+    /// subscriptions, changed ones are replaced by a fresh feed (their subscriptions end as for a
+    /// removed feed), and unchanged ones are left exactly as they are.
+    public func apply(_ definitions: [FeedDefinition]) {
+        let incoming = Dictionary(definitions.map { ($0.settings.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for (name, feed) in feeds where incoming[name] == nil {
+            logger.notice("feed \(name) removed")
+            feed.close()
+            feeds[name] = nil
+        }
+        for definition in definitions {
+            let name = definition.settings.name
+            if let existing = feeds[name] {
+                guard existing.settings != definition.settings else { continue }
+                logger.notice("feed \(name) changed; restarting it")
+                existing.close()
+            } else {
+                logger.info("feed \(name) (\(definition.settings.source)) ready")
+            }
+            let feed = Feed(definition: definition, logger: logger)
+            feed.onHealthChange = { [weak self] in self?.onChange?() }
+            feeds[name] = feed
+        }
+        onChange?()
+    }
+
+    /// Ends every subscription and stops every feed (at shutdown).
+    public func closeAll() {
+        for feed in feeds.values { feed.close() }
+        feeds.removeAll()
+    }
+}

@@ -1,0 +1,48 @@
+import FeedKit
+
+/// A fetched page as the feed caches it: fetched once, shared by every subscriber.
+@MainActor
+public final class Page {
+    public let feed: String
+    public let generation: Int
+    /// The feed's page number (which keeps counting on a `wrap` feed when the source starts over).
+    public let number: Int
+    public let items: [Item]
+    /// The source says no page follows this one.
+    public let isLast: Bool
+    /// The server's encoding of this page, kept here so every subscriber is sent the same bytes
+    /// and the page is encoded at most once.
+    public var encoded: SharedBytes?
+
+    init(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) {
+        self.feed = feed
+        self.generation = generation
+        self.number = number
+        self.items = items
+        self.isLast = isLast
+    }
+}
+
+/// What a subscription's connection is told, besides the pages themselves.
+public enum SubscriptionEvent {
+    /// The next page, in reply to the `next` request with id `replyTo` (nil for a pushed page).
+    case page(Page, replyTo: JSONValue?)
+    /// No page follows `page` (for now, on a live source), in reply to a `next`.
+    case end(feed: String, page: Int, replyTo: JSONValue?)
+    /// The feed cannot fetch the page this subscription waits for and is retrying.
+    case upstreamFailing(feed: String, message: String, retryIn: Duration, replyTo: JSONValue?)
+    /// The feed started generation `generation`; the subscription's position is back at 0.
+    /// `replyTo` is set for the subscription whose connection asked for the refresh.
+    case refreshed(feed: String, generation: Int, replyTo: JSONValue?)
+    /// The feed is gone (removed by a reload); the subscription has ended.
+    case removed(feed: String)
+}
+
+/// The connection end of a subscription: where its events go, and whether it can take a page now.
+@MainActor
+public protocol SubscriptionOutput: AnyObject {
+    /// False while the connection already holds as many unsent pages as it may; the feed then
+    /// stops advancing this subscription until ``Feed/pump(_:)`` is called again.
+    var canTakePage: Bool { get }
+    func receive(_ event: SubscriptionEvent, from subscription: Subscription)
+}

@@ -1,0 +1,106 @@
+/// Writes JSON as UTF-8 straight into a byte buffer.
+///
+/// Every outgoing line is built with this writer rather than `JSONEncoder`, which is an order of
+/// magnitude slower; a page line is built once and its bytes are shared by every subscriber.
+public struct JSONWriter: Sendable {
+    /// The bytes written so far.
+    public var bytes: [UInt8]
+
+    public init(reservingCapacity capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    public mutating func raw(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    public mutating func raw(_ byte: UInt8) {
+        bytes.append(byte)
+    }
+
+    public mutating func value(_ value: JSONValue) {
+        switch value {
+        case .null: raw("null")
+        case .bool(let flag): flag ? raw("true") : raw("false")
+        case .integer(let integer): number(integer)
+        case .double(let double): number(double)
+        case .string(let string): self.string(string)
+        case .array(let elements):
+            raw(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { raw(UInt8(ascii: ",")) }
+                self.value(element)
+            }
+            raw(UInt8(ascii: "]"))
+        case .object(let members):
+            raw(UInt8(ascii: "{"))
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { raw(UInt8(ascii: ",")) }
+                string(key)
+                raw(UInt8(ascii: ":"))
+                self.value(members[key]!)
+            }
+            raw(UInt8(ascii: "}"))
+        }
+    }
+
+    public mutating func number(_ integer: some BinaryInteger) {
+        bytes.append(contentsOf: String(integer).utf8)
+    }
+
+    public mutating func number(_ double: Double) {
+        // Swift's description is the shortest text that reads back as the same Double, and is valid JSON.
+        guard double.isFinite else { return raw("null") }
+        bytes.append(contentsOf: double.description.utf8)
+    }
+
+    /// A JSON string: quotes, backslashes and control characters escaped, everything else as UTF-8.
+    public mutating func string(_ string: String) {
+        raw(UInt8(ascii: "\""))
+        var string = string
+        string.withUTF8 { utf8 in
+            var runStart = 0
+            for index in 0..<utf8.count {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                runStart = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): raw("\\\"")
+                case UInt8(ascii: "\\"): raw("\\\\")
+                case 0x0A: raw("\\n")
+                case 0x0D: raw("\\r")
+                case 0x09: raw("\\t")
+                default:
+                    raw("\\u00")
+                    bytes.append(Self.hexDigits[Int(byte >> 4)])
+                    bytes.append(Self.hexDigits[Int(byte & 0x0F)])
+                }
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
+        }
+        raw(UInt8(ascii: "\""))
+    }
+
+    /// Writes `"key":` for the next member of an object the caller is building.
+    public mutating func key(_ key: StaticString) {
+        raw(UInt8(ascii: "\""))
+        raw(key)
+        raw("\":")
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+}
+
+extension JSONValue {
+    /// This value as compact JSON text.
+    public var serialized: [UInt8] {
+        var writer = JSONWriter()
+        writer.value(self)
+        return writer.bytes
+    }
+
+    /// This value as compact JSON text in a `String`.
+    public var jsonText: String { String(decoding: serialized, as: UTF8.self) }
+}

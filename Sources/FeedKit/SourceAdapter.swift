@@ -1,0 +1,121 @@
+/// A source of pages: the one extension point every adapter implements.
+///
+/// The daemon creates one adapter per configured feed, asks it for pages strictly one at a time
+/// and in order of need, caches what it returns and shares it with every subscriber. An adapter
+/// never sees subscribers, sockets or cursors; it only answers "what is page N?".
+///
+/// Rules an adapter can rely on and must keep:
+/// - `fetch` is never called concurrently for the same adapter instance.
+/// - Page 1 comes with `token == nil`; page N+1 comes with the token page N returned, so an
+///   adapter whose source pages by cursor keeps its cursor in the token. A page may be asked for
+///   again later with the same token (its cache entry was dropped), and should come back the same
+///   if the source allows.
+/// - Throw ``SourceError`` to say what went wrong; the daemon retries with backoff, keeps the
+///   feed up and tells subscribers. Any other error counts as ``SourceError/transient(_:retryAfter:)``.
+/// - Option validation happens in `init`: read every key you support from ``AdapterOptions``;
+///   keys you never read are reported to the user as unknown.
+///
+/// A complete adapter over a fixed list, paged two at a time:
+///
+/// ```swift
+/// import FeedKit
+///
+/// public struct GreetingSource: SourceAdapter {
+///     public static let sourceName = "greetings"
+///     let words: [String]
+///
+///     public init(options: AdapterOptions, context: AdapterContext) throws {
+///         words = try options.stringArray("words") ?? ["hello", "hola", "salut"]
+///     }
+///
+///     public func fetch(_ request: PageRequest) async throws -> FetchResult {
+///         let start = (request.page - 1) * 2
+///         let slice = words.dropFirst(start).prefix(2)
+///         let items = slice.enumerated().map { offset, word in
+///             Item(id: String(start + offset + 1), data: .string(word))
+///         }
+///         return .page(items, next: start + 2 < words.count ? .more(token: nil) : .end)
+///     }
+/// }
+/// ```
+///
+/// Register it by adding `GreetingSource.self` to the daemon's list of adapters.
+public protocol SourceAdapter: Sendable {
+    /// The name a feed uses to select this adapter: `source = "greetings"`.
+    static var sourceName: String { get }
+
+    /// Validates the feed's options and prepares the adapter. Throw ``OptionError`` (or let the
+    /// ``AdapterOptions`` accessors throw it) for a wrong, missing or malformed option.
+    init(options: AdapterOptions, context: AdapterContext) throws
+
+    /// Fetches the page described by `request`.
+    func fetch(_ request: PageRequest) async throws -> FetchResult
+
+    /// Returns when the source may have data past what it last returned as ``FetchResult/notYet``.
+    /// The default waits for the feed's `poll` interval; a live source can return sooner.
+    func waitForNewData(after request: PageRequest, pollInterval: Duration) async throws
+
+    /// Releases what the adapter holds (processes, files) when its feed is removed or replaced.
+    func shutdown() async
+}
+
+extension SourceAdapter {
+    public func waitForNewData(after request: PageRequest, pollInterval: Duration) async throws {
+        try await Task.sleep(for: pollInterval)
+    }
+
+    public func shutdown() async {}
+}
+
+/// What the daemon asks an adapter for.
+public struct PageRequest: Sendable, Hashable {
+    /// The source's page number, from 1. (For a `wrap` feed this restarts at 1 when the source ends,
+    /// while the feed's own page numbers keep counting.)
+    public let page: Int
+    /// The continuation token the previous page returned, `nil` for page 1.
+    public let token: String?
+    /// The feed's generation; a refresh starts a new one, and page 1 again.
+    public let generation: Int
+
+    public init(page: Int, token: String?, generation: Int) {
+        self.page = page
+        self.token = token
+        self.generation = generation
+    }
+}
+
+/// What an adapter answers to a ``PageRequest``.
+public enum FetchResult: Sendable, Hashable {
+    /// The page's items, in order, and how the page after it is fetched.
+    case page([Item], next: NextPage)
+    /// A live source has nothing past the previous page yet: the daemon calls
+    /// ``SourceAdapter/waitForNewData(after:pollInterval:)`` and asks again with the same request.
+    case notYet
+}
+
+/// Whether a page follows the one just fetched.
+public enum NextPage: Sendable, Hashable {
+    /// Another page follows; `token` is handed back with the request for it.
+    case more(token: String?)
+    /// The source has ended: the page just fetched is the last.
+    case end
+}
+
+/// What the daemon tells an adapter when it creates it.
+public struct AdapterContext: Sendable {
+    /// The feed's name, for messages and for out-of-process adapters.
+    public let feed: String
+    /// How long one upstream request may take (the feed's `timeout`).
+    public let requestTimeout: Duration
+    /// Where the adapter logs; lines are tagged with the feed.
+    public let logger: Logger
+
+    public init(feed: String, requestTimeout: Duration, logger: Logger) {
+        self.feed = feed
+        self.requestTimeout = requestTimeout
+        self.logger = logger
+    }
+}
+
+/// The daemon's version, as `feedd --version` and the socket's `hello` line report it.
+public let feeddVersion = "0.1.0"

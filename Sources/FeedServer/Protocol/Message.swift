@@ -1,0 +1,143 @@
+import FeedEngine
+import FeedKit
+
+/// Builds one outgoing line: `{"type":"…", fields…, "id":…}\n`.
+struct Message {
+    private var writer: JSONWriter
+
+    init(type: StaticString, capacity: Int = 128) {
+        writer = JSONWriter(reservingCapacity: capacity)
+        writer.raw("{\"type\":\"")
+        writer.raw(type)
+        writer.raw(UInt8(ascii: "\""))
+    }
+
+    mutating func field(_ key: StaticString, _ value: String) {
+        next(key)
+        writer.string(value)
+    }
+
+    mutating func field(_ key: StaticString, _ value: String?) {
+        next(key)
+        if let value { writer.string(value) } else { writer.raw("null") }
+    }
+
+    mutating func field(_ key: StaticString, _ value: Int) {
+        next(key)
+        writer.number(value)
+    }
+
+    mutating func field(_ key: StaticString, _ value: Bool) {
+        next(key)
+        writer.raw(value ? "true" : "false")
+    }
+
+    mutating func field(_ key: StaticString, _ value: JSONValue) {
+        next(key)
+        writer.value(value)
+    }
+
+    mutating func field(_ key: StaticString, strings: [String]) {
+        next(key)
+        writer.value(.array(strings.map(JSONValue.string)))
+    }
+
+    /// A field whose value the caller writes with `write`.
+    mutating func field(_ key: StaticString, write: (inout JSONWriter) -> Void) {
+        next(key)
+        write(&writer)
+    }
+
+    private mutating func next(_ key: StaticString) {
+        writer.raw(UInt8(ascii: ","))
+        writer.key(key)
+    }
+
+    /// The finished line, with the request's id where it answers one.
+    consuming func line(replyTo id: JSONValue?) -> [UInt8] {
+        writer.bytes.append(contentsOf: Message.closing(replyTo: id))
+        return writer.bytes
+    }
+
+    /// The body without its closing brace: for a line sent to many connections, each of which may
+    /// add its own `id` (see ``closing(replyTo:)``).
+    consuming func openBody() -> [UInt8] { writer.bytes }
+
+    /// `}\n`, or `,"id":…}\n` for a reply.
+    static func closing(replyTo id: JSONValue?) -> [UInt8] {
+        guard let id else { return plainClosing }
+        var writer = JSONWriter(reservingCapacity: 24)
+        writer.raw(",\"id\":")
+        writer.value(id)
+        writer.raw("}\n")
+        return writer.bytes
+    }
+
+    static let plainClosing: [UInt8] = Array("}\n".utf8)
+    static let sharedPlainClosing = SharedBytes(plainClosing)
+}
+
+extension Message {
+    static func error(_ code: ErrorCode, _ message: String, feed: String? = nil, id: JSONValue? = nil, retryInMilliseconds: Int64? = nil) -> [UInt8] {
+        var line = Message(type: "error")
+        line.field("code", code.rawValue)
+        line.field("message", message)
+        if let feed { line.field("feed", feed) }
+        if let retryInMilliseconds { line.field("retry_in_ms", Int(retryInMilliseconds)) }
+        return line.line(replyTo: id)
+    }
+
+    static func simple(_ type: StaticString, feed: String? = nil, id: JSONValue?) -> [UInt8] {
+        var line = Message(type: type)
+        if let feed { line.field("feed", feed) }
+        return line.line(replyTo: id)
+    }
+
+    static func bye(reason: String, id: JSONValue? = nil) -> [UInt8] {
+        var line = Message(type: "bye")
+        line.field("reason", reason)
+        return line.line(replyTo: id)
+    }
+
+    static func refreshed(feed: String, generation: Int, id: JSONValue?) -> [UInt8] {
+        var line = Message(type: "refreshed")
+        line.field("feed", feed)
+        line.field("generation", generation)
+        return line.line(replyTo: id)
+    }
+
+    static func hello(feeds: [String]) -> [UInt8] {
+        var line = Message(type: "hello")
+        line.field("name", "feedd")
+        line.field("version", feeddVersion)
+        line.field("protocol", 1)
+        line.field("feeds", strings: feeds)
+        return line.line(replyTo: nil)
+    }
+
+    /// A page's line without its closing brace, built once per page and kept on the page.
+    @MainActor
+    static func pageBody(_ page: Page) -> SharedBytes {
+        if let encoded = page.encoded { return encoded }
+        var line = Message(type: "page", capacity: 256 + page.items.count * 256)
+        line.field("feed", page.feed)
+        line.field("generation", page.generation)
+        line.field("page", page.number)
+        line.field("items") { writer in
+            writer.raw(UInt8(ascii: "["))
+            for (index, item) in page.items.enumerated() {
+                if index > 0 { writer.raw(UInt8(ascii: ",")) }
+                writer.raw("{\"id\":")
+                writer.string(item.id)
+                writer.raw(",\"data\":")
+                writer.value(item.data)
+                writer.raw(UInt8(ascii: "}"))
+            }
+            writer.raw(UInt8(ascii: "]"))
+        }
+        line.field("last", page.isLast)
+        let body = SharedBytes(line.openBody())
+        page.encoded = body
+        return body
+    }
+}

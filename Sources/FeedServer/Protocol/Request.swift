@@ -1,0 +1,187 @@
+import FeedKit
+
+/// A client request, decoded from one line.
+public enum Request: Equatable, Sendable {
+    case subscribe(feed: String, consumer: String?, after: Int?, follow: Bool)
+    case next(feed: String, count: Int)
+    case ack(feed: String, page: Int)
+    case unsubscribe(feed: String)
+    case refresh(feed: String)
+    case status
+    case ping
+    case quit
+
+    /// The feed the request names, if any.
+    public var feed: String? {
+        switch self {
+        case .subscribe(let feed, _, _, _), .next(let feed, _), .ack(let feed, _), .unsubscribe(let feed), .refresh(let feed):
+            return feed
+        case .status, .ping, .quit:
+            return nil
+        }
+    }
+}
+
+/// The error codes of SPEC §5.
+public enum ErrorCode: String, Sendable {
+    case badJSON = "bad_json"
+    case badRequest = "bad_request"
+    case unknownOp = "unknown_op"
+    case unknownFeed = "unknown_feed"
+    case lineTooLong = "line_too_long"
+    case tooManyClients = "too_many_clients"
+    case forbidden
+    case upstream
+    case shuttingDown = "shutting_down"
+}
+
+/// A request line that could not be decoded: what to answer, with the id and feed where known.
+public struct RequestError: Error, Equatable, Sendable {
+    public let code: ErrorCode
+    public let message: String
+    public let id: JSONValue?
+    public let feed: String?
+}
+
+/// Decodes request lines: a JSON object, or the inline words form `OP [FEED] [N]`.
+public enum RequestDecoder {
+    /// The most pages one `next` may ask for.
+    public static let maxCount = 10_000
+
+    public static func decode(_ line: ArraySlice<UInt8>) -> Result<(request: Request, id: JSONValue?), RequestError> {
+        if line.first == UInt8(ascii: "{") { return decodeJSON(line) }
+        guard let text = String(validating: line, as: UTF8.self) else {
+            return .failure(RequestError(code: .badRequest, message: "the line is not valid UTF-8", id: nil, feed: nil))
+        }
+        return decodeWords(text).map { ($0, nil) }
+    }
+
+    private static func decodeJSON(_ line: ArraySlice<UInt8>) -> Result<(request: Request, id: JSONValue?), RequestError> {
+        let object: [String: JSONValue]
+        do {
+            guard let parsed = try JSONValue(parsing: line).objectValue else {
+                return .failure(RequestError(code: .badJSON, message: "a request must be a JSON object", id: nil, feed: nil))
+            }
+            object = parsed
+        } catch {
+            return .failure(RequestError(code: .badJSON, message: "invalid JSON: \(error.description)", id: nil, feed: nil))
+        }
+        let fields = Fields(object: object)
+        do {
+            return .success((try request(from: fields), fields.id))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func request(from fields: Fields) throws(RequestError) -> Request {
+        let op = try fields.requiredString("op")
+        switch op {
+        case "subscribe", "follow":
+            let follow = try fields.bool("follow") ?? (op == "follow")
+            return .subscribe(feed: try fields.feed(), consumer: try fields.string("consumer"), after: try fields.count("after", minimum: 0), follow: follow)
+        case "next":
+            return .next(feed: try fields.feed(), count: try fields.count("count", minimum: 1, maximum: maxCount) ?? 1)
+        case "ack":
+            guard let page = try fields.count("page", minimum: 0) else { throw fields.error("`page` is required") }
+            return .ack(feed: try fields.feed(), page: page)
+        case "unsubscribe": return .unsubscribe(feed: try fields.feed())
+        case "refresh": return .refresh(feed: try fields.feed())
+        case "status": return .status
+        case "ping": return .ping
+        case "quit": return .quit
+        default:
+            throw RequestError(code: .unknownOp, message: "unknown op \"\(op)\"", id: fields.id, feed: nil)
+        }
+    }
+
+    /// The inline form typed into socat: `next users 5`, `follow donny`, `ack users 3`, `status`.
+    private static func decodeWords(_ text: String) -> Result<Request, RequestError> {
+        let words = text.split(whereSeparator: \.isWhitespace).map(String.init)
+        guard let op = words.first else {
+            return .failure(RequestError(code: .badRequest, message: "empty request", id: nil, feed: nil))
+        }
+        func failure(_ message: String) -> Result<Request, RequestError> {
+            .failure(RequestError(code: .badRequest, message: message, id: nil, feed: words.count > 1 ? words[1] : nil))
+        }
+        let takesFeed: Set = ["subscribe", "follow", "next", "ack", "unsubscribe", "refresh"]
+        let takesNumber: [String: (name: String, range: ClosedRange<Int>)] = [
+            "subscribe": ("after", 0...Int.max), "follow": ("after", 0...Int.max),
+            "next": ("count", 1...maxCount), "ack": ("page", 0...Int.max),
+        ]
+        guard takesFeed.contains(op) || ["status", "ping", "quit"].contains(op) else {
+            return .failure(RequestError(code: .unknownOp, message: "unknown op \"\(op)\"", id: nil, feed: nil))
+        }
+        let maxWords = takesNumber[op] != nil ? 3 : (takesFeed.contains(op) ? 2 : 1)
+        guard words.count <= maxWords else { return failure("too many words: \(op) takes \(Self.usage(op))") }
+        guard !takesFeed.contains(op) || words.count >= 2 else { return failure("\(op) needs a feed: \(op) \(Self.usage(op))") }
+        var number: Int?
+        if words.count == 3, let numberSpec = takesNumber[op] {
+            guard let parsed = Int(words[2]), numberSpec.range.contains(parsed) else {
+                return failure("\(numberSpec.name) must be a whole number from \(numberSpec.range.lowerBound)\(numberSpec.range.upperBound == Int.max ? " up" : " to \(numberSpec.range.upperBound)"), got \"\(words[2])\"")
+            }
+            number = parsed
+        }
+        let feed = words.count > 1 ? words[1] : ""
+        switch op {
+        case "subscribe", "follow": return .success(.subscribe(feed: feed, consumer: nil, after: number, follow: op == "follow"))
+        case "next": return .success(.next(feed: feed, count: number ?? 1))
+        case "ack":
+            guard let number else { return failure("ack needs a page: ack FEED PAGE") }
+            return .success(.ack(feed: feed, page: number))
+        case "unsubscribe": return .success(.unsubscribe(feed: feed))
+        case "refresh": return .success(.refresh(feed: feed))
+        case "status": return .success(.status)
+        case "ping": return .success(.ping)
+        default: return .success(.quit)
+        }
+    }
+
+    private static func usage(_ op: String) -> String {
+        switch op {
+        case "subscribe", "follow": return "FEED [AFTER]"
+        case "next": return "FEED [COUNT]"
+        case "ack": return "FEED PAGE"
+        case "unsubscribe", "refresh": return "FEED"
+        default: return "no arguments"
+        }
+    }
+}
+
+/// Typed access to a request object's fields, with errors that name the field.
+private struct Fields {
+    let object: [String: JSONValue]
+    var id: JSONValue? { object["id"] }
+
+    func error(_ message: String) -> RequestError {
+        RequestError(code: .badRequest, message: message, id: id, feed: object["feed"]?.stringValue)
+    }
+
+    func string(_ name: String) throws(RequestError) -> String? {
+        guard let value = object[name], value != .null else { return nil }
+        guard let string = value.stringValue else { throw error("`\(name)` must be a string, got \(value.typeDescription)") }
+        return string
+    }
+
+    func requiredString(_ name: String) throws(RequestError) -> String {
+        guard let string = try string(name) else { throw error("`\(name)` is required") }
+        return string
+    }
+
+    func feed() throws(RequestError) -> String { try requiredString("feed") }
+
+    func bool(_ name: String) throws(RequestError) -> Bool? {
+        guard let value = object[name], value != .null else { return nil }
+        guard let flag = value.boolValue else { throw error("`\(name)` must be true or false, got \(value.typeDescription)") }
+        return flag
+    }
+
+    func count(_ name: String, minimum: Int, maximum: Int = Int.max) throws(RequestError) -> Int? {
+        guard let value = object[name], value != .null else { return nil }
+        guard let integer = value.integerValue, let count = Int(exactly: integer), (minimum...maximum).contains(count) else {
+            let limit = maximum == Int.max ? "at least \(minimum)" : "from \(minimum) to \(maximum)"
+            throw error("`\(name)` must be a whole number \(limit)")
+        }
+        return count
+    }
+}

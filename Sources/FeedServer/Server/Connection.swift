@@ -1,0 +1,298 @@
+import Dispatch
+import FeedEngine
+import FeedKit
+import Glibc
+
+/// One client connection: reads request lines, answers them, and carries its subscriptions' pages.
+///
+/// Runs on the main actor like the feeds it reads. Output goes through an ``OutputQueue``; while
+/// that holds a full window of pages the connection's subscriptions stop advancing, and while it
+/// holds too many bytes the connection's requests are not read, so a client that stops reading
+/// costs a bounded amount of memory and slows nobody else.
+@MainActor
+final class Connection: SubscriptionOutput {
+    let descriptor: Int32
+    let peer: PeerCredentials?
+    private unowned let server: Server
+    private var readSource: DispatchSourceRead?
+    private var writeSource: DispatchSourceWrite?
+    private var readingPaused = false
+    private var writeArmed = false
+    private var output = OutputQueue()
+    private var subscriptions: [String: Subscription] = [:]
+    /// Part of a line read so far, or, while discarding an over-long line, nothing.
+    private var partialLine: [UInt8] = []
+    private var discardingLongLine = false
+    /// Bytes read but not yet handled because output backed up mid-read.
+    private var unhandledInput: [UInt8] = []
+    private var inputEnded = false
+    private var closeWhenFlushed = false
+    private(set) var isClosed = false
+    /// Dispatch sources on the descriptor not yet fully cancelled; it is closed only after the
+    /// last one, so Dispatch never touches a descriptor number that has been reused.
+    private var liveSources = 0
+
+    init(descriptor: Int32, peer: PeerCredentials?, server: Server) {
+        self.descriptor = descriptor
+        self.peer = peer
+        self.server = server
+    }
+
+    func start(greeting: [UInt8]) {
+        let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: .main)
+        source.setEventHandler { [unowned self] in MainActor.assumeIsolated { self.readAvailable() } }
+        watch(source)
+        readSource = source
+        source.resume()
+        send(greeting)
+    }
+
+    var subscriptionCount: Int { subscriptions.count }
+
+    // MARK: Reading
+
+    private func readAvailable() {
+        guard !isClosed, !readingPaused else { return }
+        // A few reads per wake-up, then let other connections have their turn.
+        for _ in 0..<4 {
+            let count = server.readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 {
+                server.readBuffer.withUnsafeBytes { handleInput(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+                if isClosed || readingPaused || count < server.readBuffer.count { return }
+            } else if count == 0 {
+                endOfInput()
+                return
+            } else {
+                if errno == EINTR { continue }
+                if errno != EAGAIN && errno != EWOULDBLOCK { close() }
+                return
+            }
+        }
+    }
+
+    /// Splits input into lines and handles each; stops (keeping the rest) if output backs up.
+    private func handleInput(_ bytes: UnsafeRawBufferPointer) {
+        var start = 0
+        while start < bytes.count {
+            if readingPaused || closeWhenFlushed || isClosed {
+                if !isClosed && !closeWhenFlushed { unhandledInput.append(contentsOf: bytes[start...]) }
+                return
+            }
+            guard let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
+                appendPartial(bytes[start...])
+                return
+            }
+            let segment = bytes[start..<newline]
+            start = newline + 1
+            if discardingLongLine {
+                discardingLongLine = false
+                continue
+            }
+            if partialLine.isEmpty {
+                handleLine(Array(segment)[...])
+            } else {
+                appendPartial(segment)
+                guard !discardingLongLine else {
+                    discardingLongLine = false
+                    continue
+                }
+                let line = partialLine
+                partialLine = []
+                handleLine(line[...])
+            }
+        }
+    }
+
+    private func appendPartial(_ bytes: Slice<UnsafeRawBufferPointer>) {
+        guard !discardingLongLine else { return }
+        if partialLine.count + bytes.count > server.settings.maxLineBytes {
+            partialLine = []
+            discardingLongLine = true
+            send(Message.error(.lineTooLong, "request line longer than \(server.settings.maxLineBytes) bytes; skipped to the next newline"))
+            return
+        }
+        partialLine.append(contentsOf: bytes)
+    }
+
+    private func handleLine(_ line: ArraySlice<UInt8>) {
+        var line = line
+        if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+        guard line.contains(where: { $0 != 0x20 && $0 != 0x09 }) else { return }
+        if line.count > server.settings.maxLineBytes {
+            send(Message.error(.lineTooLong, "request line longer than \(server.settings.maxLineBytes) bytes"))
+            return
+        }
+        switch RequestDecoder.decode(line) {
+        case .success(let decoded):
+            server.handle(decoded.request, id: decoded.id, from: self)
+        case .failure(let error):
+            send(Message.error(error.code, error.message, feed: error.feed, id: error.id))
+        }
+    }
+
+    private func endOfInput() {
+        inputEnded = true
+        cancelReading()
+        closeIfFinished()
+    }
+
+    /// After the client stops sending, the connection stays until every `next` it sent is
+    /// answered and written, so `echo "next users 3" | socat - UNIX-CONNECT:…` works.
+    private func closeIfFinished() {
+        guard !isClosed else { return }
+        let waiting = subscriptions.values.contains { $0.hasPendingRequests }
+        if (inputEnded && !waiting || closeWhenFlushed) && output.isEmpty { close() }
+    }
+
+    // MARK: Subscriptions
+
+    func subscription(for feed: String) -> Subscription? { subscriptions[feed] }
+
+    func setSubscription(_ subscription: Subscription?, for feed: String) {
+        subscriptions[feed]?.cancel()
+        subscriptions[feed] = subscription
+    }
+
+    var canTakePage: Bool { !isClosed && output.pageCount < server.settings.pageWindow }
+
+    func receive(_ event: SubscriptionEvent, from subscription: Subscription) {
+        switch event {
+        case .page(let page, let replyTo):
+            let body = Message.pageBody(page)
+            output.append(body)
+            output.append(replyTo.map { SharedBytes(Message.closing(replyTo: $0)) } ?? Message.sharedPlainClosing, endsPage: true)
+            flush()
+        case .end(let feed, let page, let replyTo):
+            var line = Message(type: "end")
+            line.field("feed", feed)
+            line.field("page", page)
+            send(line.line(replyTo: replyTo))
+            closeIfFinished()
+        case .upstreamFailing(let feed, let message, let retryIn, let replyTo):
+            send(Message.error(.upstream, message, feed: feed, id: replyTo, retryInMilliseconds: retryIn.wholeMilliseconds))
+        case .refreshed(let feed, let generation, let replyTo):
+            send(Message.refreshed(feed: feed, generation: generation, id: replyTo))
+        case .removed(let feed):
+            if subscriptions[feed] === subscription { subscriptions[feed] = nil }
+            send(Message.error(.unknownFeed, "feed \"\(feed)\" was removed by a configuration reload", feed: feed))
+        }
+    }
+
+    // MARK: Writing
+
+    func send(_ line: [UInt8]) {
+        guard !isClosed else { return }
+        output.append(SharedBytes(line))
+        flush()
+    }
+
+    /// Sends `line` and closes the connection once everything queued is written.
+    func sendFinal(_ line: [UInt8]) {
+        send(line)
+        closeWhenFlushed = true
+        cancelReading()
+        closeIfFinished()
+    }
+
+    private func flush() {
+        guard !isClosed, !writeArmed else { return }
+        switch output.flush(to: descriptor) {
+        case .drained:
+            break
+        case .wouldBlock:
+            armWriteSource()
+        case .failed:
+            close()
+            return
+        }
+        if output.byteCount > server.settings.inputPauseBytes { pauseReading() }
+    }
+
+    private func armWriteSource() {
+        writeArmed = true
+        if let writeSource {
+            writeSource.resume()
+            return
+        }
+        let source = DispatchSource.makeWriteSource(fileDescriptor: descriptor, queue: .main)
+        source.setEventHandler { [unowned self] in MainActor.assumeIsolated { self.writable() } }
+        watch(source)
+        writeSource = source
+        source.resume()
+    }
+
+    private func writable() {
+        guard !isClosed, writeArmed else { return }
+        switch output.flush(to: descriptor) {
+        case .wouldBlock:
+            return
+        case .failed:
+            close()
+            return
+        case .drained:
+            writeArmed = false
+            writeSource?.suspend()
+        }
+        resumeReading()
+        for subscription in Array(subscriptions.values) where subscription.wantsPage {
+            subscription.feed.pump(subscription)
+        }
+        closeIfFinished()
+    }
+
+    private func pauseReading() {
+        guard !readingPaused, let readSource else { return }
+        readingPaused = true
+        readSource.suspend()
+    }
+
+    private func resumeReading() {
+        guard readingPaused, !isClosed else { return }
+        readingPaused = false
+        readSource?.resume()
+        let pending = unhandledInput
+        unhandledInput = []
+        pending.withUnsafeBytes { handleInput($0) }
+    }
+
+    private func cancelReading() {
+        guard let readSource else { return }
+        if readingPaused { readSource.resume() }
+        readingPaused = false
+        readSource.cancel()
+        self.readSource = nil
+        unhandledInput = []
+    }
+
+    // MARK: Closing
+
+    /// Ends the connection now: subscriptions are cancelled, unsent output is dropped.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        for subscription in subscriptions.values { subscription.cancel() }
+        subscriptions.removeAll()
+        cancelReading()
+        if let writeSource {
+            if !writeArmed { writeSource.resume() }
+            writeSource.cancel()
+            self.writeSource = nil
+        }
+        closeDescriptorIfUnwatched()
+        server.connectionClosed(self)
+    }
+
+    private func watch(_ source: any DispatchSourceProtocol) {
+        liveSources += 1
+        source.setCancelHandler { [self] in
+            MainActor.assumeIsolated {
+                liveSources -= 1
+                closeDescriptorIfUnwatched()
+            }
+        }
+    }
+
+    private func closeDescriptorIfUnwatched() {
+        if isClosed, liveSources == 0 { _ = Glibc.close(descriptor) }
+    }
+}

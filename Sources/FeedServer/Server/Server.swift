@@ -1,0 +1,192 @@
+import Dispatch
+import FeedEngine
+import FeedKit
+import Glibc
+
+/// Accepts connections on a listening socket and answers the protocol of SPEC §5.
+@MainActor
+public final class Server {
+    public var settings: ServerSettings
+    let directory: FeedDirectory
+    private let logger: Logger
+    private let startedAt = ContinuousClock.now
+    private var listener: DispatchSourceRead?
+    private var listeningDescriptor: Int32 = -1
+    private var connections: [ObjectIdentifier: Connection] = [:]
+    private var isShuttingDown = false
+    private var onDrained: (() -> Void)?
+    /// One read buffer for every connection: reads are handled one at a time on the main actor.
+    var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Called when the number of clients changes, for systemd's STATUS line.
+    public var onClientsChange: (() -> Void)?
+
+    public init(directory: FeedDirectory, settings: ServerSettings, logger: Logger) {
+        self.directory = directory
+        self.settings = settings
+        self.logger = logger
+    }
+
+    public var clientCount: Int { connections.count }
+
+    /// Starts accepting on `descriptor`, a listening Unix stream socket.
+    public func start(listeningOn descriptor: Int32) {
+        listeningDescriptor = descriptor
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: .main)
+        source.setEventHandler { [unowned self] in MainActor.assumeIsolated { self.acceptPending() } }
+        listener = source
+        source.resume()
+    }
+
+    private func acceptPending() {
+        for _ in 0..<256 {
+            // accept4(2) is hidden behind _GNU_SOURCE in Glibc's Swift overlay; fcntl does the same.
+            let descriptor = accept(listeningDescriptor, nil, nil)
+            guard descriptor >= 0 else {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno == EMFILE || errno == ENFILE { logger.error("cannot accept a connection: \(UnixSocket.lastError())") }
+                return
+            }
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+            admit(descriptor)
+        }
+    }
+
+    private func admit(_ descriptor: Int32) {
+        let peer = UnixSocket.peerCredentials(of: descriptor)
+        let peerText = peer.map { "pid \($0.pid) uid \($0.uid) gid \($0.gid)" } ?? "unknown peer"
+        if let peer, !settings.access.allows(peer) {
+            logger.warning("refused connection from \(peerText): not in allow_uids or allow_groups")
+            refuse(descriptor, Message.error(.forbidden, "uid \(peer.uid) may not use this socket"))
+            return
+        }
+        if isShuttingDown {
+            refuse(descriptor, Message.error(.shuttingDown, "feedd is shutting down"))
+            return
+        }
+        if connections.count >= settings.maxClients {
+            logger.warning("refused connection from \(peerText): max_clients (\(settings.maxClients)) reached")
+            refuse(descriptor, Message.error(.tooManyClients, "the server already has \(settings.maxClients) clients"))
+            return
+        }
+        logger.debug("client connected: \(peerText)")
+        let connection = Connection(descriptor: descriptor, peer: peer, server: self)
+        connections[ObjectIdentifier(connection)] = connection
+        connection.start(greeting: Message.hello(feeds: directory.names))
+        onClientsChange?()
+    }
+
+    /// Best effort: one line into the fresh socket's buffer, which always has room for it, then close.
+    private func refuse(_ descriptor: Int32, _ line: [UInt8]) {
+        _ = line.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(descriptor)
+    }
+
+    func connectionClosed(_ connection: Connection) {
+        connections[ObjectIdentifier(connection)] = nil
+        onClientsChange?()
+        if isShuttingDown, connections.isEmpty, let onDrained {
+            self.onDrained = nil
+            onDrained()
+        }
+    }
+
+    // MARK: Shutdown
+
+    /// Stops accepting, says `bye` to every client and calls `completion` once every goodbye is
+    /// written or `deadline` has passed, whichever is first.
+    public func shutdown(within deadline: Duration, completion: @escaping @MainActor () -> Void) {
+        isShuttingDown = true
+        listener?.cancel()
+        listener = nil
+        guard !connections.isEmpty else { return completion() }
+        onDrained = completion
+        for connection in connections.values {
+            connection.sendFinal(Message.bye(reason: "shutting down"))
+        }
+        Task {
+            try? await Task.sleep(for: deadline)
+            guard let onDrained = self.onDrained else { return }
+            self.onDrained = nil
+            for connection in Array(self.connections.values) { connection.close() }
+            onDrained()
+        }
+    }
+
+    // MARK: Requests
+
+    func handle(_ request: Request, id: JSONValue?, from connection: Connection) {
+        if isShuttingDown {
+            connection.send(Message.error(.shuttingDown, "feedd is shutting down", id: id))
+            return
+        }
+        if let name = request.feed, directory[name] == nil {
+            connection.send(Message.error(.unknownFeed, "no feed named \"\(name)\" (feeds: \(directory.names.joined(separator: ", ")))", feed: name, id: id))
+            return
+        }
+        switch request {
+        case .subscribe(let name, let consumer, let after, let follow):
+            subscribe(connection, to: directory[name]!, consumer: consumer, after: after ?? 0, follow: follow, id: id)
+        case .next(let name, let count):
+            let subscription = connection.subscription(for: name)
+                ?? subscribe(connection, to: directory[name]!, consumer: nil, after: 0, follow: false, id: id)
+            subscription.requestPages(count, replyTo: id)
+        case .ack(let name, let page):
+            guard let subscription = connection.subscription(for: name) else {
+                connection.send(Message.error(.badRequest, "not subscribed to \"\(name)\"; subscribe or next first", feed: name, id: id))
+                return
+            }
+            subscription.acknowledge(through: page)
+            var line = Message(type: "ack")
+            line.field("feed", name)
+            line.field("page", subscription.cursor)
+            connection.send(line.line(replyTo: id))
+        case .unsubscribe(let name):
+            connection.setSubscription(nil, for: name)
+            connection.send(Message.simple("unsubscribed", feed: name, id: id))
+        case .refresh(let name):
+            let feed = directory[name]!
+            let own = connection.subscription(for: name)
+            feed.refresh(requester: own, replyTo: id)
+            if own == nil { connection.send(Message.refreshed(feed: name, generation: feed.generation, id: id)) }
+        case .status:
+            connection.send(statusLine(id: id))
+        case .ping:
+            connection.send(Message.simple("pong", id: id))
+        case .quit:
+            connection.sendFinal(Message.bye(reason: "quit", id: id))
+        }
+    }
+
+    @discardableResult
+    private func subscribe(_ connection: Connection, to feed: Feed, consumer: String?, after: Int, follow: Bool, id: JSONValue?) -> Subscription {
+        connection.setSubscription(nil, for: feed.name)
+        var line = Message(type: "subscribed")
+        line.field("feed", feed.name)
+        line.field("consumer", consumer)
+        line.field("generation", feed.generation)
+        line.field("after", after)
+        line.field("follow", follow)
+        connection.send(line.line(replyTo: id))
+        let subscription = feed.subscribe(output: connection, consumer: consumer, after: after, follows: follow)
+        connection.setSubscription(subscription, for: feed.name)
+        return subscription
+    }
+
+    private func statusLine(id: JSONValue?) -> [UInt8] {
+        var line = Message(type: "status", capacity: 512)
+        line.field("version", feeddVersion)
+        line.field("uptime_s", Int((ContinuousClock.now - startedAt).components.seconds))
+        line.field("clients", connections.count)
+        line.field("feeds") { writer in
+            writer.raw(UInt8(ascii: "["))
+            for (index, name) in directory.names.enumerated() {
+                if index > 0 { writer.raw(UInt8(ascii: ",")) }
+                writer.value(FeedStatus(directory[name]!).json)
+            }
+            writer.raw(UInt8(ascii: "]"))
+        }
+        return line.line(replyTo: id)
+    }
+}

@@ -1,0 +1,5 @@
+import Daemon
+
+MainActor.assumeIsolated {
+    Feedd.main(Array(CommandLine.arguments.dropFirst()))
+}
