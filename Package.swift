@@ -32,7 +32,7 @@ let package = Package(
         // Feeds, prefetch, shared fetches, cursors, configuration.
         .target(name: "FeedEngine", dependencies: ["FeedKit", "CTOMLShim"]),
         // The Unix socket, connections, the line protocol and flow control.
-        .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedKit"]),
+        .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedKit", "FeedClient"]),
         // sd_notify, the watchdog, socket activation and journald-style logging.
         .target(name: "SystemdSupport", dependencies: ["CSystemd", "FeedKit"]),
         // A small blocking client for the socket, used by feedctl and the tests.

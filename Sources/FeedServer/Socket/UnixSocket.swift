@@ -1,3 +1,4 @@
+import FeedClient
 import Glibc
 
 /// A problem with the listening socket, said the way an administrator needs to read it.
@@ -10,14 +11,17 @@ public enum UnixSocket {
     /// Binds and listens on `path`. A stale socket file (nobody listening) is replaced; a live one
     /// is an error, never a silent takeover; anything else at that path is left alone.
     public static func listen(path: String, mode: mode_t, group: gid_t?) throws(SocketError) -> Int32 {
-        var address = try address(for: path)
+        let address: UnixSocketAddress
+        do {
+            address = try UnixSocketAddress(path: path)
+        } catch {
+            throw SocketError(description: error.description)
+        }
         try createParentDirectory(of: path)
         try removeStaleSocket(at: path)
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard descriptor >= 0 else { throw SocketError(description: "cannot create a socket: \(lastError())") }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let bound = address.withSocketAddress { bind(descriptor, $0, $1) }
         guard bound == 0 else {
             let reason = lastError()
             close(descriptor)
@@ -41,27 +45,6 @@ public enum UnixSocket {
         return descriptor
     }
 
-    /// Connects to `path`; returns the descriptor (blocking) or the reason it failed.
-    public static func connect(path: String) -> Result<Int32, SocketError> {
-        var address: sockaddr_un
-        do {
-            address = try self.address(for: path)
-        } catch {
-            return .failure(error)
-        }
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { return .failure(SocketError(description: "cannot create a socket: \(lastError())")) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else {
-            let reason = lastError()
-            close(descriptor)
-            return .failure(SocketError(description: "cannot connect to \(path): \(reason)"))
-        }
-        return .success(descriptor)
-    }
-
     /// Who is on the other end of a connected Unix socket (SO_PEERCRED).
     public static func peerCredentials(of descriptor: Int32) -> PeerCredentials? {
         // struct ucred from <sys/socket.h>, which Glibc hides behind _GNU_SOURCE: three 32-bit fields.
@@ -69,18 +52,6 @@ public enum UnixSocket {
         var length = socklen_t(MemoryLayout.size(ofValue: credentials))
         guard getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return nil }
         return PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
-    }
-
-    private static func address(for path: String) throws(SocketError) -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard !bytes.isEmpty, bytes.count < capacity else {
-            throw SocketError(description: "socket path \"\(path)\" must be 1 to \(capacity - 1) bytes long")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        return address
     }
 
     private static func createParentDirectory(of path: String) throws(SocketError) {
@@ -101,14 +72,12 @@ public enum UnixSocket {
         guard info.st_mode & S_IFMT == S_IFSOCK else {
             throw SocketError(description: "\(path) exists and is not a socket; not replacing it")
         }
-        switch connect(path: path) {
-        case .success(let descriptor):
+        if let descriptor = try? UnixSocketAddress(path: path).connect() {
             close(descriptor)
             throw SocketError(description: "another process (another feedd?) is already listening on \(path); stop it or choose another socket path")
-        case .failure:
-            guard unlink(path) == 0 || errno == ENOENT else {
-                throw SocketError(description: "cannot remove the stale socket \(path): \(lastError())")
-            }
+        }
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw SocketError(description: "cannot remove the stale socket \(path): \(lastError())")
         }
     }
 

@@ -1,0 +1,53 @@
+import FeedKit
+import Testing
+
+@Suite struct JSONValueTests {
+    @Test func parses_every_json_type_and_keeps_integers_apart_from_other_numbers() throws {
+        let value = try JSONValue(parsing: #"{"a":true,"b":1,"c":1.5,"d":"x","e":null,"f":[1,false],"g":-7}"#)
+        #expect(value == ["a": true, "b": 1, "c": 1.5, "d": "x", "e": nil, "f": [1, false], "g": -7])
+    }
+
+    @Test func parses_top_level_scalars() throws {
+        #expect(try JSONValue(parsing: "42") == 42)
+        #expect(try JSONValue(parsing: #""text""#) == "text")
+        #expect(try JSONValue(parsing: "true") == true)
+    }
+
+    @Test func rejects_text_that_is_not_json() {
+        #expect(throws: JSONParseError.self) { try JSONValue(parsing: "{not json") }
+        #expect(throws: JSONParseError.self) { try JSONValue(parsing: "") }
+    }
+
+    @Test func writes_compact_json_with_sorted_keys() {
+        let value: JSONValue = ["b": [1, 2.5, nil], "a": ["z": false, "y": "s"]]
+        #expect(value.jsonText == #"{"a":{"y":"s","z":false},"b":[1,2.5,null]}"#)
+    }
+
+    @Test func escapes_quotes_backslashes_and_control_characters_and_keeps_unicode() throws {
+        let text = "quote \" backslash \\ newline \n tab \t bell \u{07} é 日本 🎉"
+        let written = JSONValue.string(text).jsonText
+        #expect(written == #""quote \" backslash \\ newline \n tab \t bell \u0007 é 日本 🎉""#)
+        #expect(try JSONValue(parsing: written) == .string(text))
+    }
+
+    @Test func round_trips_numbers_exactly() throws {
+        for number: JSONValue in [0, -1, 9_007_199_254_740_993, 0.1, 1e-7, 1.5e300, -2.25] {
+            #expect(try JSONValue(parsing: number.jsonText) == number)
+        }
+    }
+}
+
+@Suite struct DurationTests {
+    @Test func parses_the_config_units() {
+        #expect(parseDuration("250ms") == .milliseconds(250))
+        #expect(parseDuration("10s") == .seconds(10))
+        #expect(parseDuration("5m") == .seconds(300))
+        #expect(parseDuration("1.5h") == .seconds(5400))
+    }
+
+    @Test func rejects_anything_else() {
+        for text in ["", "10", "s", "-1s", "10 s", "1d", "abc"] {
+            #expect(parseDuration(text) == nil, "\(text)")
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import FeedClient
+import FeedKit
+import Foundation
+import Synchronization
+
+/// A real `feedd` process for a test: its own directory, config, socket and captured log.
+///
+/// The daemon is killed when the value is released, so a failing test leaves nothing behind.
+public final class DaemonProcess: @unchecked Sendable {
+    // Sendable: `process` is configured before launch and only read afterwards; the log has its own lock.
+    public let directory: TemporaryDirectory
+    public let socketPath: String
+    public let configPath: String
+    private let process = Process()
+    public let log = LogCollector()
+
+    /// Writes `config` to `feedd.toml` in a new directory and starts `feedd --config … --socket …`.
+    /// Returns once the daemon logs that it is listening; throws if it exits first.
+    public init(
+        config: String, arguments: [String]? = nil, environment: [String: String] = [:], directory: TemporaryDirectory? = nil,
+        waitUntilListening: Bool = true
+    ) throws {
+        self.directory = try directory ?? TemporaryDirectory()
+        socketPath = self.directory.path("feedd.sock")
+        configPath = self.directory.path("feedd.toml")
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: FeeddBinaries.feedd)
+        process.arguments = arguments ?? ["--config", configPath, "--socket", socketPath]
+        var baseEnvironment = ["PATH": "/usr/bin:/bin", "HOME": self.directory.path, "XDG_RUNTIME_DIR": self.directory.path]
+        baseEnvironment.merge(environment) { _, new in new }
+        process.environment = baseEnvironment
+        process.currentDirectoryURL = URL(fileURLWithPath: self.directory.path)
+        let errorPipe = Pipe()
+        process.standardError = errorPipe
+        process.standardOutput = FileHandle.nullDevice
+        let log = log
+        errorPipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+                log.close()
+            } else {
+                log.append(data)
+            }
+        }
+        try process.run()
+        if waitUntilListening {
+            try log.waitForLine(containing: "listening on")
+        }
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+
+    /// A new client connection, past the `hello` line.
+    public func connect() throws -> TestClient {
+        let client = try TestClient(path: socketPath)
+        let hello = try client.read()
+        guard hello["type"] == "hello" else { throw TestFailure("expected hello, got \(hello.jsonText)") }
+        return client
+    }
+
+    public func send(signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
+    /// Waits for the process to exit and returns its exit status; throws after `timeout`.
+    @discardableResult
+    public func waitForExit(timeout: Duration = .seconds(15)) throws -> Int32 {
+        let exited = DispatchSemaphore(value: 0)
+        let process = process
+        DispatchQueue.global().async {
+            process.waitUntilExit()
+            exited.signal()
+        }
+        guard exited.wait(timeout: .now() + .milliseconds(Int(timeout.wholeMilliseconds))) == .success else {
+            throw TestFailure("feedd did not exit within \(timeout)")
+        }
+        try log.waitUntilClosed(timeout: .seconds(5))
+        return process.terminationStatus
+    }
+
+    /// A value from /proc/PID/status in kB, such as `RssAnon` or `VmRSS`.
+    public func memory(_ field: String) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        for line in status.split(separator: "\n") where line.hasPrefix("\(field):") {
+            if let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
+                return kilobytes
+            }
+        }
+        throw TestFailure("no \(field) in /proc/\(pid)/status")
+    }
+
+    /// How many file descriptors the daemon has open.
+    public func openDescriptorCount() throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+    }
+}
+
+/// Where the built executables are: `$FEEDD_BINARY_DIR`, else beside the test bundle.
+public enum FeeddBinaries {
+    public static var directory: String {
+        if let directory = ProcessInfo.processInfo.environment["FEEDD_BINARY_DIR"] { return directory }
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("feedd").path) { return url.path }
+        }
+        return ".build/debug"
+    }
+
+    public static var feedd: String { "\(directory)/feedd" }
+    public static var feedctl: String { "\(directory)/feedctl" }
+}
+
+/// A test's own directory under /tmp, removed when released.
+public final class TemporaryDirectory: Sendable {
+    public let path: String
+
+    public init() throws {
+        var template = Array("/tmp/feedd-test-XXXXXX".utf8CString)
+        guard let created = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw TestFailure("cannot create a temporary directory")
+        }
+        path = String(cString: created)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    public func path(_ name: String) -> String { "\(path)/\(name)" }
+
+    /// Writes `text` to `name` in this directory and returns its path.
+    @discardableResult
+    public func write(_ name: String, _ text: String) throws -> String {
+        let file = path(name)
+        try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+}
+
+/// A failed expectation inside a helper, with what was seen.
+public struct TestFailure: Error, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
