@@ -33,6 +33,8 @@ final class Daemon {
 
     func run() -> Never {
         signal(SIGPIPE, SIG_IGN)
+        // Before anything can announce the daemon, so a signal sent right after is never lost.
+        handleSignals()
         let configuration: Configuration
         do {
             configuration = try configLoading.load(explicitPath: configPath)
@@ -58,7 +60,6 @@ final class Daemon {
         directory.onChange = { [unowned self] in self.publishStatus() }
         server.onClientsChange = { [unowned self] in self.publishStatus() }
 
-        handleSignals()
         startWatchdog()
         notifier.ready()
         publishStatus()

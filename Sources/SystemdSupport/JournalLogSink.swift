@@ -1,5 +1,6 @@
 import FeedKit
 import Foundation
+import Glibc
 import Synchronization
 
 /// Writes log lines to stderr, one line each, the way systemd's own daemons do: with the
@@ -27,7 +28,15 @@ public final class JournalLogSink: LogSink {
             var line = toJournal ? "<\(level.rawValue)>" : "\(level.name): "
             line += message.replacingOccurrences(of: "\n", with: " ")
             line += "\n"
-            FileHandle.standardError.write(Data(line.utf8))
+            // write(2) rather than FileHandle, which traps when stderr's reader has gone away:
+            // a lost log line must never take the daemon down.
+            var bytes = Array(line.utf8)[...]
+            while !bytes.isEmpty {
+                let written = bytes.withUnsafeBytes { Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { return }
+                bytes = bytes.dropFirst(written)
+            }
         }
     }
 }

@@ -30,20 +30,18 @@ public final class DaemonProcess: @unchecked Sendable {
         baseEnvironment.merge(environment) { _, new in new }
         process.environment = baseEnvironment
         process.currentDirectoryURL = URL(fileURLWithPath: self.directory.path)
-        let errorPipe = Pipe()
-        process.standardError = errorPipe
-        process.standardOutput = FileHandle.nullDevice
+        let (_, errors) = try ChildProcess.launch(process)
+        // A thread of its own reads the daemon's stderr until end of file, so the log is complete
+        // the moment the last writer is gone.
         let log = log
-        errorPipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                log.close()
-            } else {
+        Thread.detachNewThread {
+            while true {
+                let data = errors.availableData
+                if data.isEmpty { break }
                 log.append(data)
             }
+            log.close()
         }
-        try process.run()
         if waitUntilListening {
             try log.waitForLine(containing: "listening on")
         }
