@@ -18,7 +18,6 @@ final class Daemon {
     private var server: Server?
     /// The socket file this process created, removed again at exit; a socket systemd passed is not ours.
     private var ownedSocketPath: String?
-    private var signalSources: [DispatchSourceSignal] = []
     private var lastStatus = ""
     private var reloadProblem: String?
 
@@ -63,7 +62,10 @@ final class Daemon {
         startWatchdog()
         notifier.ready()
         publishStatus()
-        dispatchMain()
+        // Not dispatchMain(): on Linux it parks the main thread in sigsuspend(2) with every signal
+        // unblocked, and a SIGTERM would then kill the process instead of reaching SignalListener.
+        // The run loop serves the main queue, and so the main actor, with the signals still blocked.
+        while true { RunLoop.main.run(mode: .default, before: .distantFuture) }
     }
 
     /// The socket systemd passed, else one we bind ourselves; failing that, exit 1.
@@ -97,14 +99,8 @@ final class Daemon {
     // MARK: Signals
 
     private func handleSignals() {
-        for signalNumber in [SIGTERM, SIGINT, SIGHUP] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
-            source.setEventHandler { [unowned self] in
-                MainActor.assumeIsolated { signalNumber == SIGHUP ? self.reload() : self.stop(signal: signalNumber) }
-            }
-            source.resume()
-            signalSources.append(source)
+        SignalListener.start { [unowned self] signalNumber in
+            signalNumber == SIGHUP ? self.reload() : self.stop(signal: signalNumber)
         }
     }
 

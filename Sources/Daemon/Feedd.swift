@@ -24,6 +24,7 @@ public enum Feedd {
         case .checkConfig(let configPath):
             exit(checkConfig(configPath: configPath))
         case .run(let configPath, let socketPath):
+            SignalListener.blockHandledSignals()
             Daemon(configPath: configPath, socketPath: socketPath).run()
         }
     }

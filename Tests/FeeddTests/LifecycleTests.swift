@@ -86,3 +86,51 @@ import TestSupport
         #expect(daemon.log.text.contains("feedd.toml:2:1: feeds.x.source: unknown source \"nope\""))
     }
 }
+
+/// Who may connect, and what a client hears while the daemon stops.
+@Suite struct AccessAndShutdownTests {
+    @Test func a_peer_outside_allow_uids_is_forbidden_and_closed() throws {
+        let daemon = try ProtocolTests.numbersFeed(extraDaemon: "allow_uids = [\(getuid() + 4242)]")
+        let client = try TestClient(path: daemon.socketPath)
+        let error = try client.expect("error")
+        #expect(error["code"] == "forbidden")
+        #expect(try client.isClosedByDaemon())
+        try daemon.log.waitForLine(containing: "refused connection from pid")
+    }
+
+    @Test func a_peer_in_allow_uids_is_served() throws {
+        let daemon = try ProtocolTests.numbersFeed(extraDaemon: "allow_uids = [\(getuid())]")
+        #expect(try daemon.connect().request("ping")["type"] == "pong")
+    }
+
+    @Test func the_socket_gets_the_configured_mode() throws {
+        let daemon = try ProtocolTests.numbersFeed(extraDaemon: "socket_mode = \"0600\"")
+        let attributes = try FileManager.default.attributesOfItem(atPath: daemon.socketPath)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+    }
+
+    @Test func a_client_arriving_during_shutdown_is_told_shutting_down() throws {
+        let directory = try TemporaryDirectory()
+        let line = #"{"text":""# + String(repeating: "x", count: 2000) + #""}"#
+        let path = try directory.write("big.ndjson", Array(repeating: line, count: 5_000).joined(separator: "\n"))
+        let daemon = try DaemonProcess(config: "[feeds.big]\nsource = \"file\"\npath = \"\(path)\"\npage_size = 100\n", directory: directory)
+        // A follower that stops reading keeps its goodbye from being written, so shutdown lasts its
+        // full grace period. Once the watcher has page 10, the follower has been offered pages 1…10
+        // (2 MB, far more than a socket buffer holds), so its queue cannot be empty.
+        let stuck = try daemon.connect()
+        try stuck.send("follow big")
+        try stuck.expect("subscribed")
+        let watcher = try daemon.connect()
+        try watcher.send("next big 10")
+        let (_, tenth) = try watcher.read(until: "page")
+        for _ in 2...10 { _ = try watcher.expect("page") }
+        _ = tenth
+        daemon.send(signal: SIGTERM)
+        _ = try watcher.read(until: "bye")
+        let late = try TestClient(path: daemon.socketPath)
+        let error = try late.expect("error")
+        #expect(error["code"] == "shutting_down")
+        #expect(try daemon.waitForExit() == 0)
+        _ = stuck
+    }
+}

@@ -94,12 +94,10 @@ public final class Server {
 
     // MARK: Shutdown
 
-    /// Stops accepting, says `bye` to every client and calls `completion` once every goodbye is
-    /// written or `deadline` has passed, whichever is first.
+    /// Says `bye` to every client and calls `completion` once every goodbye is written or
+    /// `deadline` has passed, whichever is first. Meanwhile new clients are told `shutting_down`.
     public func shutdown(within deadline: Duration, completion: @escaping @MainActor () -> Void) {
         isShuttingDown = true
-        listener?.cancel()
-        listener = nil
         guard !connections.isEmpty else { return completion() }
         onDrained = completion
         for connection in connections.values {
