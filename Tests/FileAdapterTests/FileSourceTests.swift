@@ -1,0 +1,108 @@
+import FeedKit
+import FileAdapter
+import Foundation
+import Testing
+import TestSupport
+
+@Suite struct FileSourceTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    func source(_ text: String, pageSize: Int = 2, follow: Bool = false) throws -> (FileSource, String) {
+        let path = try directory.write("data.ndjson", text)
+        let options = AdapterOptions(feed: "test", values: ["path": .string(path), "page_size": .integer(Int64(pageSize)), "follow": .bool(follow)])
+        let context = AdapterContext(feed: "test", requestTimeout: .seconds(1), logger: Logger(sink: DiscardingSink()))
+        return (try FileSource(options: options, context: context), path)
+    }
+
+    /// Fetches every page in order until the source ends (or, following, has nothing yet).
+    func allPages(_ source: FileSource) async throws -> [[Item]] {
+        var pages: [[Item]] = []
+        var token: String?
+        for page in 1... {
+            switch try await source.fetch(PageRequest(page: page, token: token, generation: 1)) {
+            case .notYet:
+                return pages
+            case .page(let items, let next):
+                pages.append(items)
+                guard case .more(let nextToken) = next else { return pages }
+                token = nextToken
+            }
+        }
+        return pages
+    }
+
+    @Test func pages_hold_page_size_lines_with_line_numbers_as_ids() async throws {
+        let (source, _) = try source("{\"a\":1}\n[2]\n\"three\"\n4\n5\n", pageSize: 2)
+        let pages = try await allPages(source)
+        #expect(pages.map { $0.map(\.id) } == [["1", "2"], ["3", "4"], ["5"]])
+        #expect(pages[0].map(\.data) == [["a": 1], [2]])
+        #expect(pages[1].map(\.data) == ["three", 4])
+    }
+
+    @Test func blank_lines_are_skipped_but_still_counted() async throws {
+        let (source, _) = try source("one\n\n   \n\ttwo\r\nthree", pageSize: 5)
+        let pages = try await allPages(source)
+        #expect(pages.count == 1)
+        #expect(pages[0].map(\.id) == ["1", "4", "5"])
+        #expect(pages[0].map(\.data) == ["one", "\ttwo", "three"])
+    }
+
+    @Test func a_line_that_is_not_json_becomes_a_string() async throws {
+        let (source, _) = try source("{broken json\nplain text ✓\n", pageSize: 5)
+        #expect(try await allPages(source)[0].map(\.data) == ["{broken json", "plain text ✓"])
+    }
+
+    @Test func the_last_page_says_end_even_when_it_is_full() async throws {
+        let (source, _) = try source("1\n2\n3\n4\n\n\n", pageSize: 2)
+        let second = try await source.fetch(PageRequest(page: 2, token: "4:3", generation: 1))
+        #expect(second == .page([Item(id: "3", data: 3), Item(id: "4", data: 4)], next: .end))
+    }
+
+    @Test func an_empty_file_is_one_empty_last_page() async throws {
+        let (source, _) = try source("")
+        #expect(try await source.fetch(PageRequest(page: 1, token: nil, generation: 1)) == .page([], next: .end))
+    }
+
+    @Test func a_page_asked_for_again_comes_back_the_same() async throws {
+        let (source, _) = try source("a\nb\nc\nd\n")
+        let first = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1))
+        guard case .page(_, .more(let token)) = first else { Issue.record("no second page"); return }
+        let second = try await source.fetch(PageRequest(page: 2, token: token, generation: 1))
+        #expect(try await source.fetch(PageRequest(page: 2, token: token, generation: 1)) == second)
+    }
+
+    @Test func following_waits_for_complete_lines() async throws {
+        let (source, path) = try source("one\ntwo\nthree\npart", pageSize: 2, follow: true)
+        let pages = try await allPages(source)
+        #expect(pages.map { $0.map(\.id) } == [["1", "2"], ["3"]])
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seekToEndOfFile()
+        handle.write(Data("ial\n".utf8))
+        try handle.close()
+        let resumed = try await source.fetch(PageRequest(page: 3, token: "14:4", generation: 1))
+        #expect(resumed == .page([Item(id: "4", data: "partial")], next: .more(token: "22:5")))
+    }
+
+    @Test func a_missing_file_is_an_upstream_error_not_a_crash() async throws {
+        let (source, path) = try source("x\n")
+        try FileManager.default.removeItem(atPath: path)
+        await #expect(throws: SourceError.self) { try await source.fetch(PageRequest(page: 1, token: nil, generation: 1)) }
+    }
+
+    @Test func options_are_validated() throws {
+        let context = AdapterContext(feed: "f", requestTimeout: .seconds(1), logger: Logger(sink: DiscardingSink()))
+        #expect(throws: OptionError(table: "feeds.f", key: "path", message: "is required")) {
+            try FileSource(options: AdapterOptions(feed: "f", values: [:]), context: context)
+        }
+        #expect(throws: OptionError.self) {
+            try FileSource(options: AdapterOptions(feed: "f", values: ["path": "relative/path"]), context: context)
+        }
+        #expect(throws: OptionError.self) {
+            try FileSource(options: AdapterOptions(feed: "f", values: ["path": "/x", "page_size": 0]), context: context)
+        }
+    }
+}
