@@ -18,6 +18,8 @@ let package = Package(
 
         // Source adapters: one module each, importing FeedKit only.
         .target(name: "FileAdapter", dependencies: ["FeedKit"], path: "Plugins/File"),
+        .target(name: "RandomUserAdapter", dependencies: ["FeedKit"], path: "Plugins/RandomUser"),
+        .target(name: "S3FeedAdapter", dependencies: ["FeedKit"], path: "Plugins/S3Feed"),
 
         // C libraries from Debian.
         .systemLibrary(
@@ -40,7 +42,10 @@ let package = Package(
         // The daemon's wiring: command line, config lookup, adapters, signals.
         .target(
             name: "Daemon",
-            dependencies: ["FeedKit", "FeedEngine", "FeedServer", "SystemdSupport", "FileAdapter"]),
+            dependencies: [
+                "FeedKit", "FeedEngine", "FeedServer", "SystemdSupport",
+                "FileAdapter", "RandomUserAdapter", "S3FeedAdapter",
+            ]),
 
         .executableTarget(name: "feedd", dependencies: ["Daemon"]),
         .executableTarget(name: "feedctl", dependencies: ["FeedClient", "FeedKit"]),

@@ -1,8 +1,12 @@
 import FeedEngine
 import FeedKit
 import FileAdapter
+import RandomUserAdapter
+import S3FeedAdapter
 
 /// Every source adapter compiled into feedd. Adding an adapter is one line here.
 let builtinAdapters = AdapterRegistry([
     FileSource.self,
+    RandomUserSource.self,
+    S3FeedSource.self,
 ])

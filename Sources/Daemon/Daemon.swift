@@ -65,7 +65,7 @@ final class Daemon {
         // Not dispatchMain(): on Linux it parks the main thread in sigsuspend(2) with every signal
         // unblocked, and a SIGTERM would then kill the process instead of reaching SignalListener.
         // The run loop serves the main queue, and so the main actor, with the signals still blocked.
-        while true { RunLoop.main.run(mode: .default, before: .distantFuture) }
+        while true { _ = RunLoop.main.run(mode: .default, before: .distantFuture) }
     }
 
     /// The socket systemd passed, else one we bind ourselves; failing that, exit 1.

@@ -1,6 +1,7 @@
 /// The configuration feedd runs when no config file exists (SPEC §2): it must work on a fresh
-/// machine with no network, so the `sample` feed reads data shipped inside the binary. The
-/// network feeds of the original apps join it as their adapters land.
+/// machine with no network, so the `sample` feed reads data shipped inside the binary; the
+/// network feeds of the original apps beside it simply retry while the network is unreachable
+/// (and fetch nothing while nobody reads them).
 enum DefaultConfiguration {
     static let name = "<embedded default config>"
 
@@ -18,6 +19,18 @@ enum DefaultConfiguration {
         source = "file"
         path = "\(quotedPath)"
         page_size = 10
+
+        # The original app's RandomUser section: twenty users a page, forever.
+        [feeds.users]
+        source = "randomuser"
+        url = "https://randomuser.me/api/"
+        results = 20
+
+        # The original app's paged feed on S3, checked for new pages every minute.
+        [feeds.donny]
+        source = "s3"
+        url = "https://s3.eu-west-2.amazonaws.com/com.donnywals.misc/feed-{page}.json"
+        poll = "60s"
 
         """
     }

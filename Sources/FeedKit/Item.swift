@@ -11,3 +11,17 @@ public struct Item: Sendable, Hashable {
         self.data = data
     }
 }
+
+extension Item {
+    /// An item whose source gives it no id: the id is a hash of its JSON, so the same data keeps
+    /// the same id (FNV-1a, 64 bits, in hex).
+    public init(hashing data: JSONValue) {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in data.serialized {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        self.init(id: String(repeating: "0", count: 16 - hex.count) + hex, data: data)
+    }
+}

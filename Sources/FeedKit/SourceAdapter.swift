@@ -107,15 +107,30 @@ public struct AdapterContext: Sendable {
     public let feed: String
     /// How long one upstream request may take (the feed's `timeout`).
     public let requestTimeout: Duration
+    /// The feed's `poll` setting: set when the feed should keep looking for data past its end.
+    public let pollInterval: Duration?
     /// Where the adapter logs; lines are tagged with the feed.
     public let logger: Logger
+    /// The daemon's HTTP transport, shared by every feed.
+    public let transport: any HTTPTransport
 
-    public init(feed: String, requestTimeout: Duration, logger: Logger) {
+    public init(
+        feed: String, requestTimeout: Duration, pollInterval: Duration? = nil, logger: Logger,
+        transport: any HTTPTransport = sharedTransport
+    ) {
         self.feed = feed
         self.requestTimeout = requestTimeout
+        self.pollInterval = pollInterval
         self.logger = logger
+        self.transport = transport
     }
+
+    /// The shared HTTP layer with this feed's timeout.
+    public var http: HTTPSource { HTTPSource(transport: transport, timeout: requestTimeout) }
 }
+
+/// The one URLSession every feed fetches through, so connections to an upstream are reused.
+public let sharedTransport: any HTTPTransport = URLSessionTransport()
 
 /// The daemon's version, as `feedd --version` and the socket's `hello` line report it.
 public let feeddVersion = "0.1.0"

@@ -163,7 +163,8 @@ public struct ConfigurationLoader: Sendable {
         let daemonKeys: Set = ["source", "prefetch", "wrap", "poll", "timeout", "retry_max_delay", "cache_pages"]
         settings.options = values.filter { !daemonKeys.contains($0.key) }
         let options = AdapterOptions(feed: name, values: settings.options)
-        let context = AdapterContext(feed: name, requestTimeout: settings.timeout, logger: logger.labelled("feed \(name)"))
+        let context = AdapterContext(
+            feed: name, requestTimeout: settings.timeout, pollInterval: settings.poll, logger: logger.labelled("feed \(name)"))
         let adapter: any SourceAdapter
         do {
             adapter = try adapterType.init(options: options, context: context)

@@ -1,0 +1,61 @@
+import FeedKit
+import Foundation
+
+/// The `s3` adapter: a paged JSON feed of static files, such as the original app's feed on S3.
+///
+/// `GET` the URL template with `{page}` replaced by the page number; each body is
+/// `{"items": [{"id": …, "label": …}, …], "hasMorePages": bool}`. Item ids come from `id`. The feed
+/// ends on `hasMorePages == false`, unless the feed has a `poll` interval: then the last page is
+/// fetched again every `poll`, and as soon as it says more pages follow, the next one is published.
+///
+/// Options: `url` (required, must contain `{page}`).
+public struct S3FeedSource: SourceAdapter {
+    public static let sourceName = "s3"
+
+    let template: String
+    let polls: Bool
+    let http: HTTPSource
+
+    /// The token of the page after a last page on a polled feed: look at that last page again first.
+    static let recheckToken = "recheck-previous"
+
+    public init(options: AdapterOptions, context: AdapterContext) throws {
+        template = try options.requiredString("url")
+        guard template.contains("{page}") else {
+            throw options.invalid("url", "must contain {page}, where the page number goes")
+        }
+        guard let url = URL(string: template.replacingOccurrences(of: "{page}", with: "1")),
+            let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil
+        else {
+            throw options.invalid("url", "\"\(template)\" is not an http(s) URL template")
+        }
+        polls = context.pollInterval != nil
+        http = context.http
+    }
+
+    public func fetch(_ request: PageRequest) async throws -> FetchResult {
+        if request.token == Self.recheckToken, request.page > 1 {
+            let previous = try await page(request.page - 1)
+            guard previous.hasMorePages else { return .notYet }
+        }
+        let current = try await page(request.page)
+        if current.hasMorePages { return .page(current.items, next: .more(token: nil)) }
+        return .page(current.items, next: polls ? .more(token: Self.recheckToken) : .end)
+    }
+
+    private func page(_ number: Int) async throws -> (items: [Item], hasMorePages: Bool) {
+        let url = URL(string: template.replacingOccurrences(of: "{page}", with: String(number)))!
+        let body = try await http.getJSON(url)
+        guard let entries = body["items"]?.arrayValue else {
+            throw SourceError.rejected("the body from \(url.absoluteString) has no \"items\" array")
+        }
+        let items = entries.map { entry in
+            switch entry["id"] {
+            case .string(let id)?: return Item(id: id, data: entry)
+            case .integer(let id)?: return Item(id: String(id), data: entry)
+            default: return Item(hashing: entry)
+            }
+        }
+        return (items, body["hasMorePages"]?.boolValue ?? false)
+    }
+}

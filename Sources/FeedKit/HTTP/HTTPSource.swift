@@ -1,0 +1,88 @@
+import Foundation
+
+/// The HTTP layer network adapters share: one GET with the feed's timeout, its outcome turned into
+/// a JSON body or a ``SourceError`` that says how to retry.
+///
+/// - Network errors, timeouts, HTTP 5xx and 429 are transient (retried with backoff); 429 and 503
+///   carry their `Retry-After`.
+/// - Other 4xx statuses and bodies that are not JSON are rejections (retried at the slowest rate).
+public struct HTTPSource: Sendable {
+    public let transport: any HTTPTransport
+    public let timeout: Duration
+
+    public init(transport: any HTTPTransport, timeout: Duration) {
+        self.transport = transport
+        self.timeout = timeout
+    }
+
+    /// GETs `url` and returns its response, throwing ``SourceError`` for any failure or non-2xx status.
+    public func get(_ url: URL) async throws(SourceError) -> HTTPResponse {
+        let response: HTTPResponse
+        do {
+            response = try await withDeadline { try await transport.get(url, timeout: timeout) }
+        } catch is DeadlineExceeded {
+            throw SourceError.transient("GET \(url.absoluteString): no response within \(timeout.wholeMilliseconds) ms")
+        } catch let error as SourceError {
+            throw error
+        } catch is CancellationError {
+            throw SourceError.transient("GET \(url.absoluteString): cancelled")
+        } catch {
+            throw SourceError.transient("GET \(url.absoluteString): \(Self.describe(error))")
+        }
+        switch response.status {
+        case 200..<300:
+            return response
+        case 429, 503:
+            let retryAfter = response.headers["retry-after"].flatMap(Self.retryAfter)
+            throw SourceError.transient("HTTP \(response.status) from \(url.absoluteString)", retryAfter: retryAfter)
+        case 500..<600:
+            throw SourceError.transient("HTTP \(response.status) from \(url.absoluteString)")
+        default:
+            throw SourceError.rejected("HTTP \(response.status) from \(url.absoluteString)")
+        }
+    }
+
+    /// GETs `url` and parses its body as JSON; a body that does not parse is a rejection.
+    public func getJSON(_ url: URL) async throws(SourceError) -> JSONValue {
+        let response = try await get(url)
+        do {
+            return try JSONValue(parsing: response.body)
+        } catch {
+            throw SourceError.rejected("the body from \(url.absoluteString) is not valid JSON (\(error.description))")
+        }
+    }
+
+    /// Runs `body`, giving up after the timeout even if the transport's own timeout does not fire
+    /// (a server that trickles bytes, or accepts and never answers).
+    private func withDeadline<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let timeout = timeout
+        return try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw DeadlineExceeded()
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+    }
+
+    private struct DeadlineExceeded: Error {}
+
+    /// `Retry-After` as seconds or as an HTTP date.
+    static func retryAfter(_ value: String) -> Duration? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed), seconds >= 0 { return .seconds(seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: trimmed) else { return nil }
+        return .milliseconds(max(0, Int64(date.timeIntervalSinceNow * 1000)))
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        let nsError = error as NSError
+        return nsError.localizedDescription.isEmpty ? String(describing: error) : nsError.localizedDescription
+    }
+}

@@ -1,0 +1,265 @@
+import FeedKit
+import Foundation
+import Glibc
+
+/// An HTTP server on 127.0.0.1 for tests: serves the randomuser API and a paged S3-style feed
+/// deterministically, records every request, and injects faults on demand.
+///
+/// Routes: `/api/?results=R&page=N&seed=S` (randomuser; without `seed`, a new one per call, like
+/// the real API) and `/feed-N.json` (the pages given to ``setFeedPages(_:)``; a missing page is 403,
+/// as S3 answers for a key that does not exist).
+public final class LoopbackUpstream: @unchecked Sendable {
+    // Sendable: all mutable state is guarded by `condition`; the listening descriptor is fixed at init.
+
+    /// A misbehaviour for the next requests.
+    public enum Fault: Sendable {
+        /// Answer normally, after this long.
+        case latency(Duration)
+        case status(Int, retryAfter: String? = nil)
+        /// A `{"error": …}` body with status 200, as randomuser sends.
+        case errorBody
+        /// The first half of the real body.
+        case truncatedJSON
+        /// Close the connection without a response.
+        case closeWithoutResponse
+        /// Accept and never answer (until the server stops).
+        case hang
+    }
+
+    /// One request as the upstream saw it.
+    public struct Request: Sendable {
+        public let path: String
+        public let query: [String: String]
+    }
+
+    public let port: UInt16
+    private let listener: Int32
+    private let condition = NSCondition()
+    private var faults: [Fault] = []
+    private var latency: Duration = .zero
+    private var requests: [Request] = []
+    private var answered = 0
+    private var feedPages: [[String: JSONValue]] = []
+    private var unseededCalls = 0
+    private var stopped = false
+
+    public init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        var reuse: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listener, 512) == 0 else { throw TestFailure("cannot listen on 127.0.0.1") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        port = UInt16(bigEndian: address.sin_port)
+        startAccepting()
+    }
+
+    private func startAccepting() {
+        let listening = listener
+        Thread.detachNewThread { [weak self] in
+            while true {
+                let client = accept(listening, nil, nil)
+                guard client >= 0 else { return }
+                guard let self else { close(client); return }
+                Thread.detachNewThread { self.serve(client) }
+            }
+        }
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Stops accepting and releases every hanging request.
+    public func stop() {
+        condition.lock()
+        let wasStopped = stopped
+        stopped = true
+        condition.broadcast()
+        condition.unlock()
+        if !wasStopped { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+    }
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// Makes the next `count` requests misbehave as `fault`.
+    public func inject(_ fault: Fault, times count: Int = 1) {
+        condition.lock()
+        faults += Array(repeating: fault, count: count)
+        condition.unlock()
+    }
+
+    /// Delays every answer by `latency`.
+    public func setLatency(_ latency: Duration) {
+        condition.lock()
+        self.latency = latency
+        condition.unlock()
+    }
+
+    /// The S3 feed's pages: page N is `pages[N-1]`, whose `items` get ids `"pN-i"`.
+    public func setFeedPages(_ labels: [[String]], hasMoreAfterLast: Bool = false) {
+        condition.lock()
+        feedPages = labels.enumerated().map { index, page in
+            let items: [JSONValue] = page.enumerated().map { offset, label in
+                ["id": .string("p\(index + 1)-\(offset + 1)"), "label": .string(label)]
+            }
+            return ["items": .array(items), "hasMorePages": .bool(index < labels.count - 1 || hasMoreAfterLast)]
+        }
+        condition.unlock()
+    }
+
+    /// Every request so far.
+    public var received: [Request] {
+        condition.lock()
+        defer { condition.unlock() }
+        return requests
+    }
+
+    /// Waits until at least `count` requests have arrived; throws after `timeout`.
+    public func waitForRequests(_ count: Int, timeout: Duration = .seconds(15)) throws {
+        let deadline = Date(timeIntervalSinceNow: Double(timeout.wholeMilliseconds) / 1000)
+        condition.lock()
+        defer { condition.unlock() }
+        while requests.count < count {
+            guard condition.wait(until: deadline) else {
+                throw TestFailure("upstream saw \(requests.count) requests, not \(count), within \(timeout)")
+            }
+        }
+    }
+
+    /// Waits until at least `count` responses have been written in full; throws after `timeout`.
+    public func waitForAnswers(_ count: Int, timeout: Duration = .seconds(15)) throws {
+        let deadline = Date(timeIntervalSinceNow: Double(timeout.wholeMilliseconds) / 1000)
+        condition.lock()
+        defer { condition.unlock() }
+        while answered < count {
+            guard condition.wait(until: deadline) else {
+                throw TestFailure("upstream answered \(answered) requests, not \(count), within \(timeout)")
+            }
+        }
+    }
+
+    // MARK: Serving
+
+    private func serve(_ client: Int32) {
+        defer {
+            close(client)
+            condition.lock()
+            answered += 1
+            condition.broadcast()
+            condition.unlock()
+        }
+        guard let (path, query) = readRequest(client) else { return }
+        condition.lock()
+        requests.append(Request(path: path, query: query))
+        condition.broadcast()
+        let fault = faults.isEmpty ? nil : faults.removeFirst()
+        let latency = latency
+        condition.unlock()
+
+        if latency > .zero { Thread.sleep(forTimeInterval: Double(latency.wholeMilliseconds) / 1000) }
+        switch fault {
+        case .latency(let extra)?:
+            Thread.sleep(forTimeInterval: Double(extra.wholeMilliseconds) / 1000)
+            respond(client, route(path, query))
+        case .status(let status, let retryAfter)?:
+            respond(client, (status, Array(#"{"message":"injected"}"#.utf8)), retryAfter: retryAfter)
+        case .errorBody?:
+            respond(client, (200, Array(#"{"error":"Uh oh, something has gone wrong."}"#.utf8)))
+        case .truncatedJSON?:
+            let (status, body) = route(path, query)
+            respond(client, (status, Array(body.prefix(body.count / 2))))
+        case .closeWithoutResponse?:
+            return
+        case .hang?:
+            condition.lock()
+            while !stopped { condition.wait() }
+            condition.unlock()
+        case nil:
+            respond(client, route(path, query))
+        }
+    }
+
+    private func route(_ path: String, _ query: [String: String]) -> (Int, [UInt8]) {
+        if path.hasPrefix("/api") { return (200, randomUserPage(query)) }
+        if path.hasPrefix("/feed-"), path.hasSuffix(".json"), let number = Int(path.dropFirst(6).dropLast(5)) {
+            condition.lock()
+            defer { condition.unlock() }
+            guard number >= 1, number <= feedPages.count else {
+                return (403, Array("<Error><Code>AccessDenied</Code></Error>".utf8))
+            }
+            return (200, JSONValue.object(feedPages[number - 1]).serialized)
+        }
+        return (404, Array(#"{"message":"no such route"}"#.utf8))
+    }
+
+    /// Users that depend only on (seed, page, index), with non-ASCII and escaped strings in them.
+    private func randomUserPage(_ query: [String: String]) -> [UInt8] {
+        let results = Int(query["results"] ?? "") ?? 1
+        let page = Int(query["page"] ?? "") ?? 1
+        let seed: String
+        if let given = query["seed"] {
+            seed = given
+        } else {
+            condition.lock()
+            unseededCalls += 1
+            seed = "auto\(unseededCalls)"
+            condition.unlock()
+        }
+        let users: [JSONValue] = (0..<results).map { index in
+            let uuid = "\(seed)-\(page)-\(index)"
+            return [
+                "gender": index % 2 == 0 ? "female" : "male",
+                "name": ["title": "Mx", "first": .string("Zoë \(index)"), "last": .string("O\"Brien\\\(page)")],
+                "email": .string("user\(index)@example.com"),
+                "location": ["city": "Zürich", "coordinates": ["latitude": "47.37", "longitude": "8.54"]],
+                "login": ["uuid": .string(uuid), "username": .string("user_\(index)")],
+                "dob": ["age": .integer(Int64(20 + index))],
+                "nat": "CH",
+            ]
+        }
+        let info: JSONValue = ["seed": .string(seed), "results": .integer(Int64(results)), "page": .integer(Int64(page)), "version": "1.4"]
+        return JSONValue.object(["results": .array(users), "info": info]).serialized
+    }
+
+    private func readRequest(_ client: Int32) -> (String, [String: String])? {
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !buffer.suffix(4).elementsEqual("\r\n\r\n".utf8) {
+            let count = recv(client, &chunk, chunk.count, 0)
+            guard count > 0 else { return nil }
+            buffer += chunk[0..<count]
+            if buffer.count > 65_536 { return nil }
+        }
+        let requestLine = String(decoding: buffer.prefix { $0 != UInt8(ascii: "\r") }, as: UTF8.self)
+        let parts = requestLine.split(separator: " ")
+        guard parts.count >= 2, let components = URLComponents(string: String(parts[1])) else { return nil }
+        var query: [String: String] = [:]
+        for item in components.queryItems ?? [] { query[item.name] = item.value ?? "" }
+        return (components.path, query)
+    }
+
+    private func respond(_ client: Int32, _ response: (status: Int, body: [UInt8]), retryAfter: String? = nil) {
+        var head = "HTTP/1.1 \(response.status) \(response.status < 400 ? "OK" : "Error")\r\n"
+        head += "Content-Type: application/json\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
+        if let retryAfter { head += "Retry-After: \(retryAfter)\r\n" }
+        head += "\r\n"
+        let bytes = Array(head.utf8) + response.body
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard written > 0 else { return }
+            offset += written
+        }
+    }
+}
