@@ -14,7 +14,8 @@ final class Daemon {
     private let sink = JournalLogSink()
     private let logger: Logger
     private let notifier = SystemdNotifier()
-    private let directory: FeedDirectory
+    /// The running feeds and the server; both exist from start-up on (nil only before).
+    private var directory: FeedDirectory?
     private var server: Server?
     /// The socket file this process created, removed again at exit; a socket systemd passed is not ours.
     private var ownedSocketPath: String?
@@ -25,7 +26,6 @@ final class Daemon {
         self.configPath = configPath
         socketOverride = socketPath
         logger = Logger(sink: sink)
-        directory = FeedDirectory(logger: logger)
     }
 
     private var configLoading: ConfigLoading { ConfigLoading(paths: paths, logger: logger) }
@@ -51,7 +51,10 @@ final class Daemon {
             }
         }
 
+        let store = openConsumerStore(configuration.daemon)
         let listeningDescriptor = openListeningSocket(configuration.daemon)
+        let directory = FeedDirectory(store: store, logger: logger)
+        self.directory = directory
         directory.apply(configuration.feeds)
         let server = Server(directory: directory, settings: ServerSettings(daemon: configuration.daemon), logger: logger)
         self.server = server
@@ -66,6 +69,23 @@ final class Daemon {
         // unblocked, and a SIGTERM would then kill the process instead of reaching SignalListener.
         // The run loop serves the main queue, and so the main actor, with the signals still blocked.
         while true { _ = RunLoop.main.run(mode: .default, before: .distantFuture) }
+    }
+
+    /// `state_dir`, else `$STATE_DIRECTORY` (systemd's StateDirectory=), else `./.feedd-state`;
+    /// a state directory that cannot be used is fatal, since consumers rely on it.
+    private func openConsumerStore(_ settings: DaemonSettings) -> ConsumerStore {
+        let configured = settings.stateDirectory
+            ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+            ?? ".feedd-state"
+        let directory = configured.hasPrefix("/") ? configured : FileManager.default.currentDirectoryPath + "/" + configured
+        do {
+            let store = try ConsumerStore(directory: directory, logger: logger)
+            logger.info("consumer state in \(directory)")
+            return store
+        } catch {
+            logger.error("\(error)")
+            exit(1)
+        }
     }
 
     /// The socket systemd passed, else one we bind ourselves; failing that, exit 1.
@@ -110,7 +130,7 @@ final class Daemon {
         logger.notice("received \(signalNumber == SIGINT ? "SIGINT" : "SIGTERM"); saying goodbye to \(server.clientCount) clients")
         notifier.stopping()
         server.shutdown(within: .seconds(3)) { [self] in
-            directory.closeAll()
+            directory?.closeAll()
             if let ownedSocketPath { unlink(ownedSocketPath) }
             logger.notice("stopped")
             exit(0)
@@ -126,7 +146,7 @@ final class Daemon {
             sink.setMinimumLevel(configuration.daemon.logLevel)
             server.settings = ServerSettings(daemon: configuration.daemon)
             reloadProblem = nil
-            directory.apply(configuration.feeds)
+            directory?.apply(configuration.feeds)
             logger.notice("configuration reloaded: \(configuration.feeds.count) feeds")
         } catch {
             for problem in error.problems { logger.error("reload rejected, keeping the running configuration: \(problem)") }
@@ -140,7 +160,7 @@ final class Daemon {
 
     /// STATUS=, e.g. `3 feeds, 12 clients; users ok, donny retrying: HTTP 503`, sent when it changes.
     private func publishStatus() {
-        let feeds = directory.names.compactMap { directory[$0] }
+        let feeds = directory.map { directory in directory.names.compactMap { directory[$0] } } ?? []
         var text = "\(feeds.count) feed\(feeds.count == 1 ? "" : "s"), \(server?.clientCount ?? 0) client\(server?.clientCount == 1 ? "" : "s")"
         let states = feeds.prefix(8).map { feed in
             feed.health.lastError.map { "\(feed.name) \(feed.health.state.rawValue): \($0)" } ?? "\(feed.name) \(feed.health.state.rawValue)"

@@ -16,12 +16,25 @@ extension Item {
     /// An item whose source gives it no id: the id is a hash of its JSON, so the same data keeps
     /// the same id (FNV-1a, 64 bits, in hex).
     public init(hashing data: JSONValue) {
+        self.init(id: StableHash.hex(data.serialized), data: data)
+    }
+}
+
+/// FNV-1a, 64 bits: a hash that is the same in every process and on every machine, for ids
+/// derived from content and for record checksums. Not for security.
+public enum StableHash {
+    public static func fnv1a64(_ bytes: some Sequence<UInt8>) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in data.serialized {
+        for byte in bytes {
             hash ^= UInt64(byte)
             hash = hash &* 0x0000_0100_0000_01b3
         }
-        let hex = String(hash, radix: 16)
-        self.init(id: String(repeating: "0", count: 16 - hex.count) + hex, data: data)
+        return hash
+    }
+
+    /// The hash as 16 lowercase hex digits.
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let hex = String(fnv1a64(bytes), radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
     }
 }

@@ -15,11 +15,13 @@ public final class Feed {
     public let settings: FeedSettings
     public var name: String { settings.name }
     let adapter: any SourceAdapter
-    private let logger: Logger
+    let logger: Logger
+    /// Where consumer cursors and the generation are kept; nil runs without durable state.
+    let store: ConsumerStore?
     /// Called whenever ``health`` changes, for systemd's STATUS line.
     var onHealthChange: (() -> Void)?
 
-    public private(set) var generation = 1
+    public private(set) var generation: Int
     private var cache: [Int: Page] = [:]
     /// How to ask the source for each feed page whose predecessor has been fetched.
     private var sourceCursors: [Int: PageRequest] = [:]
@@ -37,10 +39,12 @@ public final class Feed {
     public private(set) var fetchedPages = 0
     public private(set) var upstreamRequests = 0
 
-    init(definition: FeedDefinition, logger: Logger) {
+    init(definition: FeedDefinition, store: ConsumerStore?, logger: Logger) {
         settings = definition.settings
         adapter = definition.adapter
+        self.store = store
         self.logger = logger.labelled("feed \(definition.settings.name)")
+        generation = store?.generations[definition.settings.name] ?? 1
         sourceCursors[1] = PageRequest(page: 1, token: nil, generation: generation)
     }
 
@@ -51,12 +55,34 @@ public final class Feed {
 
     // MARK: Subscriptions
 
-    /// Starts a subscription after page `after` of the current generation.
-    public func subscribe(output: any SubscriptionOutput, consumer: String?, after: Int, follows: Bool) -> Subscription {
+    /// Where a new subscription starts: after `after` if given, else after a consumer's stored cursor, else 0.
+    public func startingPoint(consumer: String?, after: Int?) -> Int {
+        after ?? consumer.flatMap { store?.cursor(feed: name, consumer: $0) } ?? 0
+    }
+
+    /// Starts a subscription after page `after` of the current generation. A consumer's starting
+    /// point is stored, and a subscription of the same consumer elsewhere is taken over. Pages
+    /// flow once the caller, having announced the subscription, calls ``pump(_:)``.
+    public func subscribe(output: any SubscriptionOutput, consumer: String?, after: Int, follows: Bool) throws(StoreError) -> Subscription {
+        if let consumer {
+            try store?.store(feed: name, consumer: consumer, cursor: after)
+            for other in subscriptions.values where other.consumer == consumer {
+                remove(other)
+                other.send(.takenOver(feed: name, consumer: consumer))
+            }
+        }
         let subscription = Subscription(feed: self, output: output, consumer: consumer, after: after, follows: follows)
         subscriptions[ObjectIdentifier(subscription)] = subscription
-        pump(subscription)
         return subscription
+    }
+
+    /// Every consumer of this feed, connected or not, with its cursor.
+    public var consumers: [(name: String, cursor: Int, connected: Bool)] {
+        let connected = Dictionary(subscriptions.values.compactMap { subscription in subscription.consumer.map { ($0, subscription.cursor) } },
+            uniquingKeysWith: { first, _ in first })
+        var all = Dictionary(store?.consumers(of: name).map { ($0.name, $0.cursor) } ?? [], uniquingKeysWith: { first, _ in first })
+        all.merge(connected) { _, live in live }
+        return all.map { (name: $0.key, cursor: $0.value, connected: connected[$0.key] != nil) }.sorted { $0.name < $1.name }
     }
 
     func remove(_ subscription: Subscription) {
@@ -115,6 +141,11 @@ public final class Feed {
         upstreamTask?.cancel()
         upstreamTask = nil
         generation += 1
+        do {
+            try store?.startGeneration(generation, of: name)
+        } catch {
+            logger.error("cannot store the new generation: \(error)")
+        }
         cache.removeAll()
         sourceCursors = [1: PageRequest(page: 1, token: nil, generation: generation)]
         lastPage = nil

@@ -5,10 +5,14 @@ import FeedKit
 public final class FeedDirectory {
     public private(set) var feeds: [String: Feed] = [:]
     private let logger: Logger
+    /// Consumer cursors and generations; feeds outlive reloads here, so cursors of a removed
+    /// feed are still there when it comes back.
+    public let store: ConsumerStore?
     /// Called when any feed's health changes, or feeds come and go.
     public var onChange: (() -> Void)?
 
-    public init(logger: Logger) {
+    public init(store: ConsumerStore?, logger: Logger) {
+        self.store = store
         self.logger = logger
     }
 
@@ -35,7 +39,7 @@ public final class FeedDirectory {
             } else {
                 logger.info("feed \(name) (\(definition.settings.source)) ready")
             }
-            let feed = Feed(definition: definition, logger: logger)
+            let feed = Feed(definition: definition, store: store, logger: logger)
             feed.onHealthChange = { [weak self] in self?.onChange?() }
             feeds[name] = feed
         }

@@ -36,6 +36,8 @@ public enum SubscriptionEvent {
     case refreshed(feed: String, generation: Int, replyTo: JSONValue?)
     /// The feed is gone (removed by a reload); the subscription has ended.
     case removed(feed: String)
+    /// Another connection subscribed as the same consumer and took this subscription over.
+    case takenOver(feed: String, consumer: String)
 }
 
 /// The connection end of a subscription: where its events go, and whether it can take a page now.

@@ -40,14 +40,22 @@ public final class Subscription {
 
     /// Asks for `count` more pages; acknowledges every page delivered so far.
     public func requestPages(_ count: Int, replyTo: JSONValue?) {
-        acknowledge(through: position)
+        do {
+            try acknowledge(through: position)
+        } catch {
+            feed.logger.error("cannot store the cursor of consumer \(consumer ?? "?"): \(error)")
+        }
         pendingNexts.append((count, replyTo))
         feed.pump(self)
     }
 
-    /// Marks pages up to `page` consumed (never beyond what was delivered).
-    public func acknowledge(through page: Int) {
-        cursor = max(cursor, min(page, position))
+    /// Marks pages up to `page` consumed (never beyond what was delivered). For a consumer the new
+    /// cursor is durable when this returns; if it cannot be stored, nothing changes.
+    public func acknowledge(through page: Int) throws(StoreError) {
+        let acknowledged = max(cursor, min(page, position))
+        guard acknowledged != cursor else { return }
+        if let consumer { try feed.store?.store(feed: feed.name, consumer: consumer, cursor: acknowledged) }
+        cursor = acknowledged
     }
 
     /// Ends the subscription; its outstanding requests are dropped.

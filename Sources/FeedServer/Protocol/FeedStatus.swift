@@ -12,8 +12,8 @@ struct FeedStatus {
 
     var json: JSONValue {
         let subscriptions = feed.allSubscriptions
-        let consumers = subscriptions.compactMap { subscription in
-            subscription.consumer.map { JSONValue.object(["name": .string($0), "after": .integer(Int64(subscription.cursor))]) }
+        let consumers = feed.consumers.map { consumer in
+            JSONValue.object(["name": .string(consumer.name), "after": .integer(Int64(consumer.cursor)), "connected": .bool(consumer.connected)])
         }
         return .object([
             "name": .string(feed.name),

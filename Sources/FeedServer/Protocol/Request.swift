@@ -7,14 +7,23 @@ public enum Request: Equatable, Sendable {
     case ack(feed: String, page: Int)
     case unsubscribe(feed: String)
     case refresh(feed: String)
+    /// Deletes a consumer's stored cursor (an extension of SPEC §5, for administrators).
+    case forget(feed: String, consumer: String)
     case status
     case ping
     case quit
 
+    /// Whether the request makes sense for a feed that is not configured (any longer).
+    public var worksWithoutFeed: Bool {
+        if case .forget = self { return true }
+        return false
+    }
+
     /// The feed the request names, if any.
     public var feed: String? {
         switch self {
-        case .subscribe(let feed, _, _, _), .next(let feed, _), .ack(let feed, _), .unsubscribe(let feed), .refresh(let feed):
+        case .subscribe(let feed, _, _, _), .next(let feed, _), .ack(let feed, _), .unsubscribe(let feed), .refresh(let feed),
+            .forget(let feed, _):
             return feed
         case .status, .ping, .quit:
             return nil
@@ -87,6 +96,7 @@ public enum RequestDecoder {
             return .ack(feed: try fields.feed(), page: page)
         case "unsubscribe": return .unsubscribe(feed: try fields.feed())
         case "refresh": return .refresh(feed: try fields.feed())
+        case "forget": return .forget(feed: try fields.feed(), consumer: try fields.requiredString("consumer"))
         case "status": return .status
         case "ping": return .ping
         case "quit": return .quit

@@ -175,6 +175,13 @@ final class Connection: SubscriptionOutput {
         case .removed(let feed):
             if subscriptions[feed] === subscription { subscriptions[feed] = nil }
             send(Message.error(.unknownFeed, "feed \"\(feed)\" was removed by a configuration reload", feed: feed))
+        case .takenOver(let feed, let consumer):
+            if subscriptions[feed] === subscription { subscriptions[feed] = nil }
+            var line = Message(type: "unsubscribed")
+            line.field("feed", feed)
+            line.field("consumer", consumer)
+            line.field("reason", "consumer \"\(consumer)\" subscribed on another connection")
+            send(line.line(replyTo: nil))
         }
     }
 

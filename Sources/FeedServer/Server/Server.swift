@@ -119,23 +119,30 @@ public final class Server {
             connection.send(Message.error(.shuttingDown, "feedd is shutting down", id: id))
             return
         }
-        if let name = request.feed, directory[name] == nil {
+        if let name = request.feed, directory[name] == nil, !request.worksWithoutFeed {
             connection.send(Message.error(.unknownFeed, "no feed named \"\(name)\" (feeds: \(directory.names.joined(separator: ", ")))", feed: name, id: id))
             return
         }
         switch request {
         case .subscribe(let name, let consumer, let after, let follow):
-            subscribe(connection, to: directory[name]!, consumer: consumer, after: after ?? 0, follow: follow, id: id)
+            subscribe(connection, to: directory[name]!, consumer: consumer, after: after, follow: follow, id: id)
         case .next(let name, let count):
-            let subscription = connection.subscription(for: name)
-                ?? subscribe(connection, to: directory[name]!, consumer: nil, after: 0, follow: false, id: id)
+            guard let subscription = connection.subscription(for: name)
+                ?? subscribe(connection, to: directory[name]!, consumer: nil, after: nil, follow: false, id: id)
+            else { return }
             subscription.requestPages(count, replyTo: id)
         case .ack(let name, let page):
             guard let subscription = connection.subscription(for: name) else {
                 connection.send(Message.error(.badRequest, "not subscribed to \"\(name)\"; subscribe or next first", feed: name, id: id))
                 return
             }
-            subscription.acknowledge(through: page)
+            do {
+                try subscription.acknowledge(through: page)
+            } catch {
+                logger.error("feed \(name): \(error)")
+                connection.send(Message.error(.badRequest, "the cursor could not be stored: \(error)", feed: name, id: id))
+                return
+            }
             var line = Message(type: "ack")
             line.field("feed", name)
             line.field("page", subscription.cursor)
@@ -148,6 +155,8 @@ public final class Server {
             let own = connection.subscription(for: name)
             feed.refresh(requester: own, replyTo: id)
             if own == nil { connection.send(Message.refreshed(feed: name, generation: feed.generation, id: id)) }
+        case .forget(let name, let consumer):
+            forget(consumer, of: name, for: connection, id: id)
         case .status:
             connection.send(statusLine(id: id))
         case .ping:
@@ -157,19 +166,51 @@ public final class Server {
         }
     }
 
+    /// Subscribes and answers `subscribed`, or answers an error and returns nil.
     @discardableResult
-    private func subscribe(_ connection: Connection, to feed: Feed, consumer: String?, after: Int, follow: Bool, id: JSONValue?) -> Subscription {
+    private func subscribe(_ connection: Connection, to feed: Feed, consumer: String?, after: Int?, follow: Bool, id: JSONValue?) -> Subscription? {
         connection.setSubscription(nil, for: feed.name)
+        let start = feed.startingPoint(consumer: consumer, after: after)
+        let subscription: Subscription
+        do {
+            subscription = try feed.subscribe(output: connection, consumer: consumer, after: start, follows: follow)
+        } catch {
+            logger.error("feed \(feed.name): \(error)")
+            connection.send(Message.error(.badRequest, "the consumer's cursor could not be stored: \(error)", feed: feed.name, id: id))
+            return nil
+        }
         var line = Message(type: "subscribed")
         line.field("feed", feed.name)
         line.field("consumer", consumer)
         line.field("generation", feed.generation)
-        line.field("after", after)
+        line.field("after", start)
         line.field("follow", follow)
         connection.send(line.line(replyTo: id))
-        let subscription = feed.subscribe(output: connection, consumer: consumer, after: after, follows: follow)
         connection.setSubscription(subscription, for: feed.name)
+        feed.pump(subscription)
         return subscription
+    }
+
+    /// Deletes a consumer's stored cursor, also for a feed no longer configured.
+    private func forget(_ consumer: String, of feed: String, for connection: Connection, id: JSONValue?) {
+        guard let store = directory.store else {
+            connection.send(Message.error(.badRequest, "this daemon keeps no consumer state", feed: feed, id: id))
+            return
+        }
+        do {
+            guard try store.forget(feed: feed, consumer: consumer) else {
+                connection.send(Message.error(.badRequest, "feed \"\(feed)\" has no consumer \"\(consumer)\"", feed: feed, id: id))
+                return
+            }
+        } catch {
+            connection.send(Message.error(.badRequest, "the consumer could not be forgotten: \(error)", feed: feed, id: id))
+            return
+        }
+        logger.notice("feed \(feed): consumer \(consumer) forgotten")
+        var line = Message(type: "forgotten")
+        line.field("feed", feed)
+        line.field("consumer", consumer)
+        connection.send(line.line(replyTo: id))
     }
 
     private func statusLine(id: JSONValue?) -> [UInt8] {
