@@ -17,14 +17,14 @@ public final class DaemonProcess: @unchecked Sendable {
     /// Writes `config` to `feedd.toml` in a new directory and starts `feedd --config … --socket …`.
     /// Returns once the daemon logs that it is listening; throws if it exits first.
     public init(
-        config: String, arguments: [String]? = nil, environment: [String: String] = [:], directory: TemporaryDirectory? = nil,
-        waitUntilListening: Bool = true
+        config: String, executable: String = FeeddBinaries.feedd, arguments: [String]? = nil, environment: [String: String] = [:],
+        directory: TemporaryDirectory? = nil, waitUntilListening: Bool = true
     ) throws {
         self.directory = try directory ?? TemporaryDirectory()
         socketPath = self.directory.path("feedd.sock")
         configPath = self.directory.path("feedd.toml")
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: FeeddBinaries.feedd)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments ?? ["--config", configPath, "--socket", socketPath]
         var baseEnvironment = ["PATH": "/usr/bin:/bin", "HOME": self.directory.path, "XDG_RUNTIME_DIR": self.directory.path]
         baseEnvironment.merge(environment) { _, new in new }

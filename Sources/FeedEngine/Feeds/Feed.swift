@@ -161,6 +161,28 @@ public final class Feed {
         pumpAll()
     }
 
+    /// Takes over every subscription of `old`, the feed this one replaces after a reload changed
+    /// its config: the subscriptions start over at page 0 of a new generation and are told so.
+    func adoptSubscriptions(of old: Feed) {
+        generation = old.generation + 1
+        do {
+            try store?.startGeneration(generation, of: name)
+        } catch {
+            logger.error("cannot store the new generation: \(error)")
+        }
+        for subscription in Array(old.subscriptions.values) {
+            old.subscriptions[ObjectIdentifier(subscription)] = nil
+            subscription.feed = self
+            subscription.position = 0
+            subscription.cursor = 0
+            subscription.toldEnd = false
+            subscriptions[ObjectIdentifier(subscription)] = subscription
+            subscription.send(.refreshed(feed: name, generation: generation, replyTo: nil))
+        }
+        old.close()
+        pumpAll()
+    }
+
     /// Ends every subscription and stops fetching: the feed was removed or replaced.
     func close() {
         upstreamTask?.cancel()
@@ -172,6 +194,7 @@ public final class Feed {
         let adapter = adapter
         Task { await adapter.shutdown() }
     }
+
 
     private func pumpAll() {
         for subscription in Array(subscriptions.values) { deliver(to: subscription) }

@@ -21,8 +21,8 @@ public final class FeedDirectory {
     public subscript(name: String) -> Feed? { feeds[name] }
 
     /// Makes the running feeds those of `definitions`: new ones start, removed ones end their
-    /// subscriptions, changed ones are replaced by a fresh feed (their subscriptions end as for a
-    /// removed feed), and unchanged ones are left exactly as they are.
+    /// subscriptions, changed ones are replaced by a fresh feed whose new generation their
+    /// subscribers continue on (as after a refresh), and unchanged ones are left exactly as they are.
     public func apply(_ definitions: [FeedDefinition]) {
         let incoming = Dictionary(definitions.map { ($0.settings.name, $0) }, uniquingKeysWith: { first, _ in first })
         for (name, feed) in feeds where incoming[name] == nil {
@@ -32,16 +32,17 @@ public final class FeedDirectory {
         }
         for definition in definitions {
             let name = definition.settings.name
-            if let existing = feeds[name] {
-                guard existing.settings != definition.settings else { continue }
-                logger.notice("feed \(name) changed; restarting it")
-                existing.close()
-            } else {
-                logger.info("feed \(name) (\(definition.settings.source)) ready")
-            }
+            let existing = feeds[name]
+            if let existing, existing.settings == definition.settings { continue }
             let feed = Feed(definition: definition, store: store, logger: logger)
             feed.onHealthChange = { [weak self] in self?.onChange?() }
             feeds[name] = feed
+            if let existing {
+                logger.notice("feed \(name) changed; its subscribers continue on a new generation")
+                feed.adoptSubscriptions(of: existing)
+            } else {
+                logger.info("feed \(name) (\(definition.settings.source)) ready")
+            }
         }
         onChange?()
     }

@@ -3,7 +3,8 @@ import FeedKit
 /// One connection's reading of one feed: where it is, what it asked for, how it wants pages.
 @MainActor
 public final class Subscription {
-    public unowned let feed: Feed
+    /// The feed read; a reload that changes the feed's config moves the subscription to its replacement.
+    public internal(set) unowned var feed: Feed
     public private(set) weak var output: (any SubscriptionOutput)?
     public let consumer: String?
     public let follows: Bool
