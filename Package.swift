@@ -14,12 +14,15 @@ let package = Package(
     ],
     targets: [
         // The adapter protocol and every type an adapter sees.
-        .target(name: "FeedKit"),
+        .target(name: "FeedKit", dependencies: ["CSpawn"]),
+        // posix_spawn and pipe2 with the GNU extras Swift's Glibc module hides.
+        .target(name: "CSpawn"),
 
         // Source adapters: one module each, importing FeedKit only.
         .target(name: "FileAdapter", dependencies: ["FeedKit"], path: "Plugins/File"),
         .target(name: "RandomUserAdapter", dependencies: ["FeedKit"], path: "Plugins/RandomUser"),
         .target(name: "S3FeedAdapter", dependencies: ["FeedKit"], path: "Plugins/S3Feed"),
+        .target(name: "ExecAdapter", dependencies: ["FeedKit"], path: "Plugins/Exec"),
 
         // C libraries from Debian.
         .systemLibrary(
@@ -44,7 +47,7 @@ let package = Package(
             name: "Daemon",
             dependencies: [
                 "FeedKit", "FeedEngine", "FeedServer", "SystemdSupport",
-                "FileAdapter", "RandomUserAdapter", "S3FeedAdapter",
+                "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter",
             ]),
 
         .executableTarget(name: "feedd", dependencies: ["Daemon"]),
@@ -53,6 +56,9 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["FeedClient", "FeedKit"], path: "Tests/TestSupport"),
         .testTarget(name: "FeedKitTests", dependencies: ["FeedKit"]),
         .testTarget(name: "FileAdapterTests", dependencies: ["FileAdapter", "FeedKit", "TestSupport"]),
+        .testTarget(name: "RandomUserAdapterTests", dependencies: ["RandomUserAdapter", "FeedKit", "TestSupport"]),
+        .testTarget(name: "S3FeedAdapterTests", dependencies: ["S3FeedAdapter", "FeedKit", "TestSupport"]),
+        .testTarget(name: "ExecAdapterTests", dependencies: ["ExecAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedKit", "FileAdapter"]),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
         .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit"]),

@@ -1,3 +1,4 @@
+import ExecAdapter
 import FeedEngine
 import FeedKit
 import FileAdapter
@@ -9,4 +10,5 @@ let builtinAdapters = AdapterRegistry([
     FileSource.self,
     RandomUserSource.self,
     S3FeedSource.self,
+    ExecSource.self,
 ])

@@ -106,3 +106,14 @@ import TestSupport
         }
     }
 }
+
+@Suite struct FileSourceConformanceTests {
+    @Test func conforms() async throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.write("data.ndjson", (1...7).map { "{\"n\":\($0)}" }.joined(separator: "\n"))
+        let context = AdapterConformance.context()
+        let source = try FileSource(options: AdapterOptions(feed: "f", values: ["path": .string(path), "page_size": 3]), context: context)
+        let missing = try FileSource(options: AdapterOptions(feed: "f", values: ["path": .string(directory.path("none"))]), context: context)
+        try await AdapterConformance.check(source, pages: .finite(3), failing: missing)
+    }
+}

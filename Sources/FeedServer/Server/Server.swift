@@ -32,6 +32,7 @@ public final class Server {
     public func start(listeningOn descriptor: Int32) {
         listeningDescriptor = descriptor
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: .main)
         source.setEventHandler { [unowned self] in MainActor.assumeIsolated { self.acceptPending() } }
         listener = source

@@ -1,0 +1,79 @@
+import FeedKit
+import Foundation
+
+/// The `exec` adapter: pages from a program in any language, over its stdin and stdout.
+///
+/// The daemon starts `command` once and keeps it running, writes one JSON request per line and
+/// reads one JSON response per line (SPEC §4):
+///
+/// ```
+/// -> {"op":"configure","feed":"custom","options":{...}}
+/// <- {"ok":true}                                   or {"error":"why"}
+/// -> {"op":"fetch","page":1,"token":null,"page_size":20}
+/// <- {"items":[{"id":"a","data":{...}}, ...],"next":"opaque-or-null"}
+/// <- {"error":"upstream timed out","retryable":true}
+/// ```
+///
+/// A program that exits, hangs past `timeout` or writes a line that is not a valid response is
+/// killed and started again on the next try, with the feed's backoff; the feed carries on at the
+/// page it was on. Its stderr goes to the daemon's log, tagged with the feed.
+///
+/// Options: `command` (required, an array: the program and its arguments), `page_size`
+/// (default 20); every option is passed to the program in `configure`.
+public struct ExecSource: SourceAdapter {
+    public static let sourceName = "exec"
+
+    let pageSize: Int
+    let host: PluginHost
+
+    public init(options: AdapterOptions, context: AdapterContext) throws {
+        guard let command = try options.stringArray("command") else { throw options.missing("command") }
+        guard let program = command.first, !program.isEmpty else {
+            throw options.invalid("command", "needs at least the program to run")
+        }
+        guard let executable = PluginHost.resolve(program) else {
+            throw options.invalid("command", "\"\(program)\" is not an executable file\(program.contains("/") ? "" : " in \(PluginHost.searchPath)")")
+        }
+        pageSize = try options.integer("page_size", in: 1...100_000) ?? 20
+        // Every other key is the program's to judge, in its answer to `configure`.
+        options.values.keys.forEach { options.accept($0) }
+        host = PluginHost(
+            executable: executable, arguments: Array(command.dropFirst()), feed: context.feed, options: options.values,
+            timeout: context.requestTimeout, logger: context.logger)
+    }
+
+    public func fetch(_ request: PageRequest) async throws -> FetchResult {
+        let response = try await host.call([
+            "op": "fetch", "page": .integer(Int64(request.page)), "token": request.token.map(JSONValue.string) ?? .null,
+            "page_size": .integer(Int64(pageSize)),
+        ])
+        if let error = response["error"] {
+            let message = "plugin error: \(error.stringValue ?? error.jsonText)"
+            throw response["retryable"]?.boolValue == false ? SourceError.rejected(message) : SourceError.transient(message)
+        }
+        guard let entries = response["items"]?.arrayValue else {
+            throw await host.discard(because: "answered a fetch without an \"items\" array: \(response.jsonText.prefix(200))")
+        }
+        var items: [Item] = []
+        items.reserveCapacity(entries.count)
+        for entry in entries {
+            guard let data = entry["data"] else {
+                throw await host.discard(because: "sent an item without \"data\": \(entry.jsonText.prefix(200))")
+            }
+            switch entry["id"] {
+            case .string(let id)?: items.append(Item(id: id, data: data))
+            case .integer(let id)?: items.append(Item(id: String(id), data: data))
+            default: items.append(Item(hashing: data))
+            }
+        }
+        switch response["next"] {
+        case nil, .null?: return .page(items, next: .end)
+        case .string(let token)?: return .page(items, next: .more(token: token))
+        case let other?: return .page(items, next: .more(token: other.jsonText))
+        }
+    }
+
+    public func shutdown() async {
+        await host.stop()
+    }
+}

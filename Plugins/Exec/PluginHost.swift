@@ -1,0 +1,127 @@
+import FeedKit
+import Foundation
+import Glibc
+
+/// Owns one plugin program: starts and configures it when needed, exchanges request and
+/// response lines, and kills it when it exits, hangs or misbehaves, so the next call starts a
+/// fresh one. A plugin's failure is always a ``SourceError``, never the daemon's.
+actor PluginHost {
+    private let executable: String
+    private let arguments: [String]
+    private let feed: String
+    private let options: [String: JSONValue]
+    private let timeout: Duration
+    private let logger: Logger
+    private var process: Subprocess?
+    private var starts = 0
+
+    /// The PATH plugins get, and the one a bare program name is looked up in.
+    static let searchPath = "/usr/local/bin:/usr/bin:/bin"
+
+    init(executable: String, arguments: [String], feed: String, options: [String: JSONValue], timeout: Duration, logger: Logger) {
+        self.executable = executable
+        self.arguments = arguments
+        self.feed = feed
+        self.options = options
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    /// The absolute path of `program`: itself if it has a slash, else found in ``searchPath``.
+    static func resolve(_ program: String) -> String? {
+        let candidates = program.contains("/") ? [program] : searchPath.split(separator: ":").map { "\($0)/\(program)" }
+        return candidates.first { access($0, X_OK) == 0 && !FileManager.default.directoryExists(atPath: $0) }
+    }
+
+    /// Sends `request` and returns the response; any failure kills the program.
+    func call(_ request: JSONValue) async throws(SourceError) -> JSONValue {
+        let process = try await running()
+        return try await exchange(request, with: process)
+    }
+
+    /// Kills the program after a response that was JSON but not a valid answer; returns the error to throw.
+    func discard(because reason: String) async -> SourceError {
+        await kill(reason: reason)
+        return SourceError.transient("plugin \(executable) \(reason); restarting it")
+    }
+
+    /// Ends the program: stdin closed, SIGTERM, and SIGKILL if it lingers.
+    func stop() async {
+        guard let process else { return }
+        self.process = nil
+        process.kill(SIGTERM)
+        let reaped = Task { await process.waitForExit() }
+        let killer = Task {
+            try await Task.sleep(for: .seconds(2))
+            process.kill(SIGKILL)
+        }
+        _ = await reaped.value
+        killer.cancel()
+    }
+
+    private func running() async throws(SourceError) -> Subprocess {
+        if let process { return process }
+        starts += 1
+        let feed = feed
+        let logger = logger
+        let process = try Subprocess(
+            executable: executable, arguments: arguments,
+            environment: ["PATH": Self.searchPath, "LANG": "C.UTF-8", "FEEDD_FEED": feed],
+            onErrorLine: { line in logger.info("plugin stderr: \(line)") })
+        logger.info("started plugin \(executable) (pid \(process.pid))\(starts > 1 ? ", start \(starts)" : "")")
+        self.process = process
+        let answer = try await exchange(["op": "configure", "feed": .string(feed), "options": .object(options)], with: process)
+        if let error = answer["error"] {
+            await kill(reason: "refused its configuration")
+            throw SourceError.rejected("plugin \(executable) refused its configuration: \(error.stringValue ?? error.jsonText)")
+        }
+        guard answer["ok"] == true else {
+            throw await discard(because: "answered configure with \(answer.jsonText.prefix(200))")
+        }
+        return process
+    }
+
+    private func exchange(_ request: JSONValue, with process: Subprocess) async throws(SourceError) -> JSONValue {
+        do {
+            try process.send(request.serialized)
+        } catch {
+            await kill(reason: "stopped reading its input")
+            throw SourceError.transient("plugin \(executable) stopped reading its input; restarting it")
+        }
+        switch await process.nextLine(timeout: timeout) {
+        case .line(let bytes):
+            if let response = try? JSONValue(parsing: bytes), response.objectValue != nil { return response }
+            throw await discard(because: "wrote a line that is not a JSON object: \(String(decoding: bytes.prefix(200), as: UTF8.self))")
+        case .tooLong:
+            throw await discard(because: "wrote a line longer than \(Subprocess.maxLineBytes) bytes")
+        case .closed:
+            let status = await exitDescription(process)
+            self.process = nil
+            throw SourceError.transient("plugin \(executable) \(status); restarting it")
+        case .timedOut:
+            throw await discard(because: "did not answer within \(timeout.wholeMilliseconds) ms")
+        }
+    }
+
+    private func kill(reason: String) async {
+        guard let process else { return }
+        self.process = nil
+        logger.warning("killing plugin \(executable) (pid \(process.pid)): it \(reason)")
+        process.kill(SIGKILL)
+        _ = await process.waitForExit()
+    }
+
+    private func exitDescription(_ process: Subprocess) async -> String {
+        let status = await process.waitForExit()
+        // The wait status, decoded as WIFEXITED/WEXITSTATUS and WTERMSIG would.
+        if status & 0x7f == 0 { return "exited with status \((status >> 8) & 0xff)" }
+        return "was killed by signal \(status & 0x7f)"
+    }
+}
+
+extension FileManager {
+    fileprivate func directoryExists(atPath path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+}

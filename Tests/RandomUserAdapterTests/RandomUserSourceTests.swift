@@ -1,0 +1,34 @@
+import FeedKit
+import RandomUserAdapter
+import Testing
+import TestSupport
+
+@Suite struct RandomUserSourceTests {
+    func adapter(_ upstream: LoopbackUpstream, path: String = "/api/", seed: String? = nil) throws -> RandomUserSource {
+        var values: [String: JSONValue] = ["url": .string(upstream.baseURL + path), "results": 4]
+        if let seed { values["seed"] = .string(seed) }
+        return try RandomUserSource(options: AdapterOptions(feed: "users", values: values), context: AdapterConformance.context())
+    }
+
+    @Test func conforms() async throws {
+        let upstream = try LoopbackUpstream()
+        try await AdapterConformance.check(try adapter(upstream), pages: .endless(checking: 3), failing: try adapter(upstream, path: "/missing"))
+    }
+
+    @Test func a_fixed_seed_pages_the_same_users_every_generation() async throws {
+        let upstream = try LoopbackUpstream()
+        let source = try adapter(upstream, seed: "fixed")
+        let first = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1))
+        let later = try await source.fetch(PageRequest(page: 1, token: nil, generation: 7))
+        #expect(first == later)
+    }
+
+    @Test func options_are_validated() {
+        #expect(throws: OptionError.self) {
+            try RandomUserSource(options: AdapterOptions(feed: "u", values: ["url": "ftp://x"]), context: AdapterConformance.context())
+        }
+        #expect(throws: OptionError.self) {
+            try RandomUserSource(options: AdapterOptions(feed: "u", values: ["results": 0]), context: AdapterConformance.context())
+        }
+    }
+}

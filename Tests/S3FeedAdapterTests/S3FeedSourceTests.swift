@@ -1,0 +1,41 @@
+import FeedKit
+import S3FeedAdapter
+import Testing
+import TestSupport
+
+@Suite struct S3FeedSourceTests {
+    func adapter(_ upstream: LoopbackUpstream, template: String = "/feed-{page}.json", poll: Duration? = nil) throws -> S3FeedSource {
+        try S3FeedSource(
+            options: AdapterOptions(feed: "donny", values: ["url": .string(upstream.baseURL + template)]),
+            context: AdapterConformance.context(poll: poll))
+    }
+
+    @Test func conforms() async throws {
+        let upstream = try LoopbackUpstream()
+        upstream.setFeedPages([["a", "b"], ["c"], ["d", "e"]])
+        try await AdapterConformance.check(try adapter(upstream), pages: .finite(3), failing: try adapter(upstream, template: "/none-{page}.json"))
+    }
+
+    @Test func a_polled_feed_says_not_yet_past_its_last_page() async throws {
+        let upstream = try LoopbackUpstream()
+        upstream.setFeedPages([["a"]])
+        let source = try adapter(upstream, poll: .seconds(1))
+        guard case .page(_, .more(let token)) = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1)) else {
+            Issue.record("a polled feed must not end")
+            return
+        }
+        #expect(try await source.fetch(PageRequest(page: 2, token: token, generation: 1)) == .notYet)
+        upstream.setFeedPages([["a"], ["b"]])
+        guard case .page(let items, _) = try await source.fetch(PageRequest(page: 2, token: token, generation: 1)) else {
+            Issue.record("page 2 did not come")
+            return
+        }
+        #expect(items.map(\.id) == ["p2-1"])
+    }
+
+    @Test func the_url_must_have_a_page_placeholder() {
+        #expect(throws: OptionError.self) {
+            try S3FeedSource(options: AdapterOptions(feed: "d", values: ["url": "http://x/feed.json"]), context: AdapterConformance.context())
+        }
+    }
+}
