@@ -47,29 +47,10 @@ public struct ExecSource: SourceAdapter {
             "op": "fetch", "page": .integer(Int64(request.page)), "token": request.token.map(JSONValue.string) ?? .null,
             "page_size": .integer(Int64(pageSize)),
         ])
-        if let error = response["error"] {
-            let message = "plugin error: \(error.stringValue ?? error.jsonText)"
-            throw response["retryable"]?.boolValue == false ? SourceError.rejected(message) : SourceError.transient(message)
-        }
-        guard let entries = response["items"]?.arrayValue else {
-            throw await host.discard(because: "answered a fetch without an \"items\" array: \(response.jsonText.prefix(200))")
-        }
-        var items: [Item] = []
-        items.reserveCapacity(entries.count)
-        for entry in entries {
-            guard let data = entry["data"] else {
-                throw await host.discard(because: "sent an item without \"data\": \(entry.jsonText.prefix(200))")
-            }
-            switch entry["id"] {
-            case .string(let id)?: items.append(Item(id: id, data: data))
-            case .integer(let id)?: items.append(Item(id: String(id), data: data))
-            default: items.append(Item(hashing: data))
-            }
-        }
-        switch response["next"] {
-        case nil, .null?: return .page(items, next: .end)
-        case .string(let token)?: return .page(items, next: .more(token: token))
-        case let other?: return .page(items, next: .more(token: other.jsonText))
+        switch ExecResponse.decodeFetch(response) {
+        case .page(let result): return result
+        case .pluginError(let error): throw error
+        case .invalid(let reason): throw await host.discard(because: reason)
         }
     }
 

@@ -34,19 +34,25 @@ public struct RandomUserSource: SourceAdapter {
     public func fetch(_ request: PageRequest) async throws -> FetchResult {
         let seed = fixedSeed ?? request.token ?? learnedSeeds.seed(for: request.generation)
         let url = pageURL(page: request.page, seed: seed)
-        let body = try await http.getJSON(url)
+        let page = try Self.decode(try await http.getJSON(url), from: url)
+        let pagingSeed = seed ?? page.seed ?? Self.randomSeed()
+        if seed == nil { learnedSeeds.remember(pagingSeed, for: request.generation) }
+        return .page(page.users, next: .more(token: pagingSeed))
+    }
+
+    /// One response body: its users (ids from `login.uuid`) and the seed its `info` names.
+    /// An `{"error": …}` body is an upstream error.
+    public static func decode(_ body: JSONValue, from url: URL) throws(SourceError) -> (users: [Item], seed: String?) {
         if let error = body["error"] {
             throw SourceError.transient("randomuser error from \(url.absoluteString): \(error.stringValue ?? error.jsonText)")
         }
         guard let users = body["results"]?.arrayValue else {
             throw SourceError.rejected("the body from \(url.absoluteString) has no \"results\" array")
         }
-        let pagingSeed = seed ?? body["info"]?["seed"]?.stringValue ?? Self.randomSeed()
-        if seed == nil { learnedSeeds.remember(pagingSeed, for: request.generation) }
         let items = users.map { user in
             user["login"]?["uuid"]?.stringValue.map { Item(id: $0, data: user) } ?? Item(hashing: user)
         }
-        return .page(items, next: .more(token: pagingSeed))
+        return (items, body["info"]?["seed"]?.stringValue)
     }
 
     func pageURL(page: Int, seed: String?) -> URL {

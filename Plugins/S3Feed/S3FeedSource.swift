@@ -45,17 +45,15 @@ public struct S3FeedSource: SourceAdapter {
 
     private func page(_ number: Int) async throws -> (items: [Item], hasMorePages: Bool) {
         let url = URL(string: template.replacingOccurrences(of: "{page}", with: String(number)))!
-        let body = try await http.getJSON(url)
+        return try Self.decode(try await http.getJSON(url), from: url)
+    }
+
+    /// One page body: its items (ids from `id`) and whether more pages follow.
+    public static func decode(_ body: JSONValue, from url: URL) throws(SourceError) -> (items: [Item], hasMorePages: Bool) {
         guard let entries = body["items"]?.arrayValue else {
             throw SourceError.rejected("the body from \(url.absoluteString) has no \"items\" array")
         }
-        let items = entries.map { entry in
-            switch entry["id"] {
-            case .string(let id)?: return Item(id: id, data: entry)
-            case .integer(let id)?: return Item(id: String(id), data: entry)
-            default: return Item(hashing: entry)
-            }
-        }
+        let items = entries.map { Item(id: $0["id"], data: $0) }
         return (items, body["hasMorePages"]?.boolValue ?? false)
     }
 }

@@ -13,6 +13,16 @@ public struct Item: Sendable, Hashable {
 }
 
 extension Item {
+    /// An item whose id comes from a field of the source: a string as it is, an integer in
+    /// decimal, anything else (or nothing) a hash of the data.
+    public init(id field: JSONValue?, data: JSONValue) {
+        switch field {
+        case .string(let id)?: self.init(id: id, data: data)
+        case .integer(let id)?: self.init(id: String(id), data: data)
+        default: self.init(hashing: data)
+        }
+    }
+
     /// An item whose source gives it no id: the id is a hash of its JSON, so the same data keeps
     /// the same id (FNV-1a, 64 bits, in hex).
     public init(hashing data: JSONValue) {

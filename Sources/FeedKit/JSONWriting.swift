@@ -50,8 +50,12 @@ public struct JSONWriter: Sendable {
     }
 
     public mutating func number(_ double: Double) {
-        // Swift's description is the shortest text that reads back as the same Double, and is valid JSON.
         guard double.isFinite else { return raw("null") }
+        // An integral value is written as the integer it exactly is, so it reads back as the same
+        // integer however it was spelt; anything else in Swift's shortest round-trip form.
+        if double == double.rounded(), abs(double) < 9.2e18 {
+            return number(Int64(double))
+        }
         bytes.append(contentsOf: double.description.utf8)
     }
 

@@ -67,6 +67,17 @@ import Testing
         }
     }
 
+    @Test func a_carriage_return_in_a_table_header_is_a_syntax_error_not_a_crash() {
+        // Found by the config fuzz target: toml++'s debug assertion aborted on it.
+        do {
+            _ = try load("[\r\0\0\0\0\0\0\0\0\nsource = \"nope\"\n")
+            Issue.record("accepted")
+        } catch {
+            #expect(error.problems.first?.line == 1)
+            #expect(error.problems.first?.message.contains("expected bare key starting character") == true)
+        }
+    }
+
     @Test func feed_names_follow_the_spec_pattern() {
         #expect(FeedName.isValid("users"))
         #expect(FeedName.isValid("0-a_b"))

@@ -51,3 +51,16 @@ import Testing
         }
     }
 }
+
+@Suite struct JSONNumberPrecisionTests {
+    @Test func non_integral_numbers_are_read_exactly() throws {
+        // JSONSerialization alone reads this as 2.2222222222200037e+120 (found by the fuzzer).
+        let text = "2.2222222222200023e+120"
+        #expect(try JSONValue(parsing: text) == .double(Double(text)!))
+        #expect(try JSONValue(parsing: "[0.1, {\"x\": 1e-7}]") == [0.1, ["x": 1e-7]])
+    }
+
+    @Test func integers_beyond_int64_become_the_nearest_double() throws {
+        #expect(try JSONValue(parsing: "18446744073709551616") == .double(18446744073709551616.0))
+    }
+}

@@ -134,3 +134,53 @@ import TestSupport
         _ = stuck
     }
 }
+
+/// Limits a hostile client cannot get around, and who is connected.
+@Suite struct LimitTests {
+    @Test func a_connection_may_hold_only_max_subscriptions() throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.write("data.ndjson", "a\nb\n")
+        let feeds = (1...3).map { "[feeds.f\($0)]\nsource = \"file\"\npath = \"\(path)\"\n" }.joined(separator: "\n")
+        let daemon = try DaemonProcess(config: "[daemon]\nmax_subscriptions = 2\n" + feeds, directory: directory)
+        let client = try daemon.connect()
+        #expect(try client.request("subscribe f1")["type"] == "subscribed")
+        #expect(try client.request("subscribe f2")["type"] == "subscribed")
+        let refused = try client.request("subscribe f3")
+        #expect(refused["code"] == "bad_request" && refused["feed"] == "f3")
+        #expect(try client.request("subscribe f1")["type"] == "subscribed", "re-subscribing replaces, it does not add")
+        #expect(try client.request("unsubscribe f2")["type"] == "unsubscribed")
+        #expect(try client.request("subscribe f3")["type"] == "subscribed")
+    }
+
+    @Test func a_client_that_never_reads_is_disconnected_after_stall_timeout() throws {
+        let directory = try TemporaryDirectory()
+        let line = #"{"text":""# + String(repeating: "y", count: 4000) + #""}"#
+        let path = try directory.write("big.ndjson", Array(repeating: line, count: 2_000).joined(separator: "\n"))
+        let daemon = try DaemonProcess(
+            config: "[daemon]\nstall_timeout = \"500ms\"\n[feeds.big]\nsource = \"file\"\npath = \"\(path)\"\npage_size = 100\n",
+            directory: directory)
+        let stuck = try daemon.connect()
+        try stuck.send("follow big")
+        try daemon.log.waitForLine(containing: "read nothing for")
+        let watcher = try daemon.connect()
+        #expect(try watcher.request("status")["clients"] == 1)
+        // The goodbye goes out only if the socket still takes it; a reader this stuck usually
+        // leaves it no room. Either way the connection ends and the daemon carries on.
+        let received = try stuck.readUntilClosed()
+        if let last = received.last, last["type"] == "error" { #expect(last["code"] == "too_slow") }
+        #expect(try watcher.request("ping")["type"] == "pong")
+    }
+
+    @Test func status_shows_who_is_connected() throws {
+        let daemon = try ProtocolTests.numbersFeed()
+        let client = try daemon.connect()
+        try client.send("next numbers")
+        _ = try client.read(until: "page")
+        let peers = try #require(client.request("status")["peers"]?.arrayValue)
+        #expect(peers.count == 1)
+        #expect(peers[0]["pid"] == .integer(Int64(getpid())))
+        #expect(peers[0]["uid"] == .integer(Int64(getuid())))
+        #expect(peers[0]["subscriptions"] == ["numbers"])
+        try daemon.log.waitForLine(containing: "client connected: pid \(getpid()) uid \(getuid())")
+    }
+}

@@ -31,17 +31,7 @@ public final class DaemonProcess: @unchecked Sendable {
         process.environment = baseEnvironment
         process.currentDirectoryURL = URL(fileURLWithPath: self.directory.path)
         let (_, errors) = try ChildProcess.launch(process)
-        // A thread of its own reads the daemon's stderr until end of file, so the log is complete
-        // the moment the last writer is gone.
-        let log = log
-        Thread.detachNewThread {
-            while true {
-                let data = errors.availableData
-                if data.isEmpty { break }
-                log.append(data)
-            }
-            log.close()
-        }
+        log.collect(from: errors)
         if waitUntilListening {
             try log.waitForLine(containing: "listening on")
         }

@@ -8,6 +8,21 @@ public final class LogCollector: @unchecked Sendable {
     private var collected: [String] = []
     private var closed = false
 
+    public init() {}
+
+    /// Reads `handle` on a thread of its own until end of file, collecting its lines; the
+    /// collector closes the moment the last writer is gone, so the log is complete then.
+    public func collect(from handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                append(data)
+            }
+            close()
+        }
+    }
+
     func append(_ data: Data) {
         condition.lock()
         pending.append(data)

@@ -30,6 +30,8 @@ public final class LoopbackUpstream: @unchecked Sendable {
     public struct Request: Sendable {
         public let path: String
         public let query: [String: String]
+        /// When its response was written in full (nil while it is being served).
+        public internal(set) var answeredAt: ContinuousClock.Instant?
     }
 
     public let port: UInt16
@@ -152,16 +154,19 @@ public final class LoopbackUpstream: @unchecked Sendable {
     // MARK: Serving
 
     private func serve(_ client: Int32) {
+        var index: Int?
         defer {
             close(client)
             condition.lock()
             answered += 1
+            if let index { requests[index].answeredAt = .now }
             condition.broadcast()
             condition.unlock()
         }
         guard let (path, query) = readRequest(client) else { return }
         condition.lock()
-        requests.append(Request(path: path, query: query))
+        index = requests.count
+        requests.append(Request(path: path, query: query, answeredAt: nil))
         condition.broadcast()
         let fault = faults.isEmpty ? nil : faults.removeFirst()
         let latency = latency

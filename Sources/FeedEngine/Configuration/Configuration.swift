@@ -8,6 +8,10 @@ public struct DaemonSettings: Sendable, Equatable {
     public var prefetch = 2
     public var maxClients = 10_000
     public var maxLineBytes = 65_536
+    /// Subscriptions one connection may hold at once.
+    public var maxSubscriptions = 256
+    /// How long a client may leave its output unread before it is disconnected.
+    public var stallTimeout: Duration = .seconds(60)
     public var socketMode: mode_t = 0o660
     public var socketGroup: String?
     public var allowUIDs: [UInt32] = []

@@ -97,6 +97,8 @@ public struct ConfigurationLoader: Sendable {
         read { settings.prefetch = try table.integer("prefetch", in: 0...1_000) ?? settings.prefetch }
         read { settings.maxClients = try table.integer("max_clients", in: 1...1_000_000) ?? settings.maxClients }
         read { settings.maxLineBytes = try table.integer("max_line_bytes", in: 64...16_777_216) ?? settings.maxLineBytes }
+        read { settings.maxSubscriptions = try table.integer("max_subscriptions", in: 1...100_000) ?? settings.maxSubscriptions }
+        read { settings.stallTimeout = try positive(table, "stall_timeout") ?? settings.stallTimeout }
         read { settings.socketGroup = try table.string("socket_group") }
         read { settings.allowGroups = try table.stringArray("allow_groups") ?? [] }
         read {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The HTTP layer network adapters share: one GET with the feed's timeout, its outcome turned into
 /// a JSON body or a ``SourceError`` that says how to retry.
@@ -53,17 +54,30 @@ public struct HTTPSource: Sendable {
     }
 
     /// Runs `body`, giving up after the timeout even if the transport's own timeout does not fire
-    /// (a server that trickles bytes, or accepts and never answers).
+    /// (a server that trickles bytes, or accepts and never answers). The answer does not wait for
+    /// `body` to notice its cancellation: a transport that is slow to give up costs a task, not
+    /// the feed's time.
     private func withDeadline<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let timeout = timeout
-        return try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw DeadlineExceeded()
+        let outcome = FirstOutcome<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                outcome.install(continuation)
+                let work = Task {
+                    do {
+                        outcome.finish(.success(try await body()))
+                    } catch {
+                        outcome.finish(.failure(error))
+                    }
+                }
+                outcome.onFinish { work.cancel() }
+                Task {
+                    try? await Task.sleep(for: timeout)
+                    outcome.finish(.failure(DeadlineExceeded()))
+                }
             }
-            defer { group.cancelAll() }
-            return try await group.next()!
+        } onCancel: {
+            outcome.finish(.failure(CancellationError()))
         }
     }
 
@@ -84,5 +98,47 @@ public struct HTTPSource: Sendable {
     private static func describe(_ error: any Error) -> String {
         let nsError = error as NSError
         return nsError.localizedDescription.isEmpty ? String(describing: error) : nsError.localizedDescription
+    }
+}
+
+/// Whichever outcome comes first resumes the waiting caller; later ones are dropped.
+private final class FirstOutcome<T: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<T, any Error>?
+        var early: Result<T, any Error>?
+        var finished = false
+        var cleanup: (@Sendable () -> Void)?
+    }
+
+    private let state = Mutex(State())
+
+    func install(_ continuation: CheckedContinuation<T, any Error>) {
+        let early = state.withLock { state -> Result<T, any Error>? in
+            if let early = state.early { return early }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    func onFinish(_ cleanup: @escaping @Sendable () -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            if state.finished { return true }
+            state.cleanup = cleanup
+            return false
+        }
+        if runNow { cleanup() }
+    }
+
+    func finish(_ result: Result<T, any Error>) {
+        let (continuation, cleanup) = state.withLock { state -> (CheckedContinuation<T, any Error>?, (@Sendable () -> Void)?) in
+            guard !state.finished else { return (nil, nil) }
+            state.finished = true
+            if state.continuation == nil { state.early = result }
+            defer { state.continuation = nil }
+            return (state.continuation, state.cleanup)
+        }
+        continuation?.resume(with: result)
+        cleanup?()
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -39,7 +40,7 @@ public final class URLSessionTransport: HTTPTransport {
     public func get(_ url: URL, timeout: Duration) async throws -> HTTPResponse {
         var request = URLRequest(url: url)
         request.timeoutInterval = Double(timeout.wholeMilliseconds) / 1000
-        let (data, response) = try await session.data(for: request)
+        let (data, response) = try await fetch(request)
         guard let response = response as? HTTPURLResponse else {
             throw SourceError.transient("GET \(url.absoluteString): not an HTTP response")
         }
@@ -48,5 +49,48 @@ public final class URLSessionTransport: HTTPTransport {
             if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
         }
         return HTTPResponse(status: response.statusCode, headers: headers, body: Array(data))
+    }
+
+    /// A data task whose cancellation really cancels it: the async `data(for:)` of Linux's
+    /// URLSession does not stop the transfer when its task is cancelled, and a hung request left
+    /// running was seen to hold up the next one to the same host.
+    private func fetch(_ request: URLRequest) async throws -> (Data, URLResponse) {
+        let holder = TaskHolder()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let data, let response {
+                        continuation.resume(returning: (data, response))
+                    } else {
+                        continuation.resume(throwing: error ?? URLError(.unknown))
+                    }
+                }
+                holder.start(task)
+            }
+        } onCancel: {
+            holder.cancel()
+        }
+    }
+}
+
+/// The data task of one request, cancellable from another thread, even before it started.
+private final class TaskHolder: Sendable {
+    private let state = Mutex<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
+
+    func start(_ task: URLSessionDataTask) {
+        let cancelled = state.withLock { state in
+            state.task = task
+            return state.cancelled
+        }
+        task.resume()
+        if cancelled { task.cancel() }
+    }
+
+    func cancel() {
+        let task = state.withLock { state in
+            state.cancelled = true
+            return state.task
+        }
+        task?.cancel()
     }
 }

@@ -42,6 +42,9 @@ public enum ErrorCode: String, Sendable {
     case forbidden
     case upstream
     case shuttingDown = "shutting_down"
+    /// Not in SPEC §5's list: the client left its output unread past `stall_timeout` and is
+    /// being disconnected.
+    case tooSlow = "too_slow"
 }
 
 /// A request line that could not be decoded: what to answer, with the id and feed where known.

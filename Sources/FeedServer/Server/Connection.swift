@@ -26,6 +26,8 @@ final class Connection: SubscriptionOutput {
     /// Bytes read but not yet handled because output backed up mid-read.
     private var unhandledInput: [UInt8] = []
     private var inputEnded = false
+    /// Since when the socket has refused output that is waiting; nil while output flows.
+    private var stalledSince: ContinuousClock.Instant?
     private var closeWhenFlushed = false
     private(set) var isClosed = false
     /// Dispatch sources on the descriptor not yet fully cancelled; it is closed only after the
@@ -48,6 +50,7 @@ final class Connection: SubscriptionOutput {
     }
 
     var subscriptionCount: Int { subscriptions.count }
+    var subscribedFeeds: [String] { subscriptions.keys.sorted() }
 
     // MARK: Reading
 
@@ -217,6 +220,7 @@ final class Connection: SubscriptionOutput {
 
     private func armWriteSource() {
         writeArmed = true
+        watchForStall()
         if let writeSource {
             writeSource.resume()
             return
@@ -238,6 +242,7 @@ final class Connection: SubscriptionOutput {
             return
         case .drained:
             writeArmed = false
+            stalledSince = nil
             writeSource?.suspend()
         }
         resumeReading()
@@ -246,6 +251,24 @@ final class Connection: SubscriptionOutput {
         }
         closeIfFinished()
     }
+
+    /// A client that leaves its output unread past `stall_timeout` is told why and disconnected,
+    /// so it cannot hold its queued pages and its slot forever.
+    private func watchForStall() {
+        let since = ContinuousClock.now
+        stalledSince = since
+        let timeout = server.settings.stallTimeout
+        Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            guard let self, !self.isClosed, self.stalledSince == since else { return }
+            self.server.logger.warning("disconnecting \(self.peerDescription): it read nothing for \(timeout.wholeMilliseconds / 1000) s")
+            self.output.append(SharedBytes(Message.error(.tooSlow, "disconnected: no output read for \(timeout.wholeMilliseconds) ms")))
+            _ = self.output.flush(to: self.descriptor)
+            self.close()
+        }
+    }
+
+    var peerDescription: String { peer?.description ?? "an unknown peer" }
 
     private func pauseReading() {
         guard !readingPaused, let readSource else { return }

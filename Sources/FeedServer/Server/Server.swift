@@ -8,7 +8,7 @@ import Glibc
 public final class Server {
     public var settings: ServerSettings
     let directory: FeedDirectory
-    private let logger: Logger
+    let logger: Logger
     private let startedAt = ContinuousClock.now
     private var listener: DispatchSourceRead?
     private var listeningDescriptor: Int32 = -1
@@ -56,7 +56,7 @@ public final class Server {
 
     private func admit(_ descriptor: Int32) {
         let peer = UnixSocket.peerCredentials(of: descriptor)
-        let peerText = peer.map { "pid \($0.pid) uid \($0.uid) gid \($0.gid)" } ?? "unknown peer"
+        let peerText = peer?.description ?? "an unknown peer"
         if let peer, !settings.access.allows(peer) {
             logger.warning("refused connection from \(peerText): not in allow_uids or allow_groups")
             refuse(descriptor, Message.error(.forbidden, "uid \(peer.uid) may not use this socket"))
@@ -71,7 +71,7 @@ public final class Server {
             refuse(descriptor, Message.error(.tooManyClients, "the server already has \(settings.maxClients) clients"))
             return
         }
-        logger.debug("client connected: \(peerText)")
+        logger.info("client connected: \(peerText)")
         let connection = Connection(descriptor: descriptor, peer: peer, server: self)
         connections[ObjectIdentifier(connection)] = connection
         connection.start(greeting: Message.hello(feeds: directory.names))
@@ -171,6 +171,11 @@ public final class Server {
     @discardableResult
     private func subscribe(_ connection: Connection, to feed: Feed, consumer: String?, after: Int?, follow: Bool, id: JSONValue?) -> Subscription? {
         connection.setSubscription(nil, for: feed.name)
+        guard connection.subscriptionCount < settings.maxSubscriptions else {
+            connection.send(Message.error(
+                .badRequest, "a connection may hold at most \(settings.maxSubscriptions) subscriptions; unsubscribe first", feed: feed.name, id: id))
+            return nil
+        }
         let start = feed.startingPoint(consumer: consumer, after: after)
         let subscription: Subscription
         do {
@@ -219,6 +224,21 @@ public final class Server {
         line.field("version", feeddVersion)
         line.field("uptime_s", Int((ContinuousClock.now - startedAt).components.seconds))
         line.field("clients", connections.count)
+        line.field("peers") { writer in
+            // Who is connected, for an administrator; capped so a status stays small.
+            writer.raw(UInt8(ascii: "["))
+            for (index, connection) in connections.values.prefix(1_000).enumerated() {
+                if index > 0 { writer.raw(UInt8(ascii: ",")) }
+                var peer: [String: JSONValue] = ["subscriptions": .array(connection.subscribedFeeds.map(JSONValue.string))]
+                if let credentials = connection.peer {
+                    peer["pid"] = .integer(Int64(credentials.pid))
+                    peer["uid"] = .integer(Int64(credentials.uid))
+                    peer["gid"] = .integer(Int64(credentials.gid))
+                }
+                writer.value(.object(peer))
+            }
+            writer.raw(UInt8(ascii: "]"))
+        }
         line.field("feeds") { writer in
             writer.raw(UInt8(ascii: "["))
             for (index, name) in directory.names.enumerated() {

@@ -5,6 +5,9 @@ import Glibc
 public struct ServerSettings: Sendable {
     public var maxClients: Int
     public var maxLineBytes: Int
+    public var maxSubscriptions: Int
+    /// A client whose output stays unwritable this long is disconnected.
+    public var stallTimeout: Duration
     public var access: AccessPolicy
     /// Pages a connection may hold unsent before its subscriptions stop advancing.
     public var pageWindow = 4
@@ -14,6 +17,8 @@ public struct ServerSettings: Sendable {
     public init(daemon: DaemonSettings) {
         maxClients = daemon.maxClients
         maxLineBytes = daemon.maxLineBytes
+        maxSubscriptions = daemon.maxSubscriptions
+        stallTimeout = daemon.stallTimeout
         access = AccessPolicy(uids: daemon.allowUIDs, groups: daemon.allowGroups)
     }
 }

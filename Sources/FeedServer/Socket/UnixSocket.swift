@@ -85,8 +85,10 @@ public enum UnixSocket {
 }
 
 /// The process on the other end of a connection, as the kernel vouches for it.
-public struct PeerCredentials: Sendable, Hashable {
+public struct PeerCredentials: Sendable, Hashable, CustomStringConvertible {
     public let pid: Int32
     public let uid: UInt32
     public let gid: UInt32
+
+    public var description: String { "pid \(pid) uid \(uid) gid \(gid)" }
 }

@@ -1,0 +1,51 @@
+import Glibc
+
+/// Reads many sockets at once with poll(2) and notes when each received each of its lines,
+/// without parsing anything: the reading side of a fan-out must cost as little as possible.
+final class LineCounter {
+    private var descriptors: [pollfd]
+    private(set) var lineCounts: [Int]
+    private(set) var byteCounts: [Int]
+    /// For each line number (1-based), when the last socket received it, and how many have.
+    private(set) var lineCompletions: [Int: (count: Int, last: ContinuousClock.Instant)] = [:]
+    private var buffer = [UInt8](repeating: 0, count: 1 << 20)
+
+    init(_ sockets: [Int32]) {
+        descriptors = sockets.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        lineCounts = Array(repeating: 0, count: sockets.count)
+        byteCounts = Array(repeating: 0, count: sockets.count)
+    }
+
+    /// Reads until every socket has `lines` lines (or `bytes` bytes); false if `deadline` passes
+    /// or a socket is closed first.
+    func read(untilEachHas lines: Int? = nil, bytes: Int? = nil, deadline: ContinuousClock.Instant) -> Bool {
+        func done(_ index: Int) -> Bool {
+            if let lines, lineCounts[index] < lines { return false }
+            if let bytes, byteCounts[index] < bytes { return false }
+            return true
+        }
+        var pending = Set(descriptors.indices.filter { !done($0) })
+        while !pending.isEmpty {
+            guard ContinuousClock.now < deadline else { return false }
+            let ready = poll(&descriptors, nfds_t(descriptors.count), 100)
+            guard ready > 0 else { continue }
+            for index in descriptors.indices where descriptors[index].revents != 0 {
+                descriptors[index].revents = 0
+                let count = buffer.withUnsafeMutableBytes { recv(descriptors[index].fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                if count == 0 || (count < 0 && errno != EAGAIN && errno != EINTR) { return false }
+                guard count > 0 else { continue }
+                let now = ContinuousClock.now
+                byteCounts[index] += count
+                var newlines = 0
+                for byte in buffer[0..<count] where byte == UInt8(ascii: "\n") { newlines += 1 }
+                for line in (lineCounts[index] + 1)..<(lineCounts[index] + 1 + newlines) {
+                    let previous = lineCompletions[line]?.count ?? 0
+                    lineCompletions[line] = (previous + 1, now)
+                }
+                lineCounts[index] += newlines
+                if done(index) { pending.remove(index) }
+            }
+        }
+        return true
+    }
+}

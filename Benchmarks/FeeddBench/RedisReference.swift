@@ -1,0 +1,60 @@
+import FeedClient
+import Foundation
+import Glibc
+import TestSupport
+
+/// Redis pub/sub over a Unix socket, fed the same page bytes, as the yardstick for fan-out.
+enum RedisReference {
+    /// Bytes per second delivered to `subscribers` for `messages` publishes of `payload`, or nil
+    /// with a reason when redis-server is not installed.
+    static func fanOut(subscribers: Int, messages: Int, payload: [UInt8]) throws -> Result<Double, SkipReason> {
+        guard let server = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            return .failure(SkipReason(description: "redis-server is not installed (apt-get install redis-server)"))
+        }
+        let directory = try TemporaryDirectory()
+        let socketPath = directory.path("redis.sock")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: server)
+        process.arguments = [
+            "--port", "0", "--unixsocket", socketPath, "--save", "", "--appendonly", "no", "--maxclients", "20000",
+            "--client-output-buffer-limit", "pubsub 0 0 0", "--dir", directory.path,
+        ]
+        let (output, _) = try ChildProcess.launch(process)
+        let log = LogCollector()
+        log.collect(from: output)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try log.waitForLine(containing: "ready to accept connections")
+
+        let connections = try (0..<subscribers).map { _ in try FeedConnection(path: socketPath) }
+        for connection in connections { try connection.sendRaw(command(["SUBSCRIBE", "bench"])) }
+        let counter = LineCounter(connections.map(\.descriptor))
+        let subscribeReply = Array("*3\r\n$9\r\nsubscribe\r\n$5\r\nbench\r\n:1\r\n".utf8)
+        guard counter.read(bytes: subscribeReply.count, deadline: .now + .seconds(30)) else { throw TestFailure("SUBSCRIBE timed out") }
+        let message = Array("*3\r\n$7\r\nmessage\r\n$5\r\nbench\r\n$\(payload.count)\r\n".utf8) + payload + Array("\r\n".utf8)
+        let publisher = try FeedConnection(path: socketPath)
+        let publish = command(["PUBLISH", "bench"], payload: payload)
+        let started = ContinuousClock.now
+        for _ in 0..<messages { try publisher.sendRaw(publish) }
+        guard counter.read(bytes: subscribeReply.count + messages * message.count, deadline: .now + .seconds(120)) else {
+            throw TestFailure("Redis fan-out timed out")
+        }
+        let elapsed = (ContinuousClock.now - started).seconds
+        withExtendedLifetime((connections, publisher)) {}
+        return .success(Double(subscribers * messages * message.count) / elapsed)
+    }
+
+    struct SkipReason: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private static func command(_ words: [String], payload: [UInt8]? = nil) -> [UInt8] {
+        var parts = words.map { Array($0.utf8) }
+        if let payload { parts.append(payload) }
+        var bytes = Array("*\(parts.count)\r\n".utf8)
+        for part in parts { bytes += Array("$\(part.count)\r\n".utf8) + part + Array("\r\n".utf8) }
+        return bytes
+    }
+}

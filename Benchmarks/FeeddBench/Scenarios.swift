@@ -1,0 +1,130 @@
+import FeedClient
+import FeedKit
+import Foundation
+import Glibc
+import TestSupport
+
+/// A randomuser feed on a loopback upstream, served by a fresh release daemon.
+struct BenchWorld {
+    let upstream: LoopbackUpstream
+    let daemon: DaemonProcess
+
+    init(upstreamLatency: Duration = .zero, feedOptions: String, daemonOptions: String = "") throws {
+        upstream = try LoopbackUpstream()
+        upstream.setLatency(upstreamLatency)
+        daemon = try DaemonProcess(config: """
+            [daemon]
+            max_clients = 20000
+            log_level = "notice"
+            \(daemonOptions)
+
+            [feeds.users]
+            source = "randomuser"
+            url = "\(upstream.baseURL)/api/"
+            results = 20
+            seed = "bench"
+            \(feedOptions)
+            """)
+    }
+}
+
+enum Scenarios {
+    /// `next` latency in ms (p50, p99) for one client that pauses between pages.
+    static func nextLatency(prefetch: Int, samples: Int, pause: Duration) throws -> (p50: Double, p99: Double) {
+        let world = try BenchWorld(upstreamLatency: .milliseconds(100), feedOptions: "prefetch = \(prefetch)\ncache_pages = 4096")
+        let client = try world.daemon.connect()
+        try client.send("next users")
+        _ = try client.read(until: "page")
+        var latencies: [Double] = []
+        for _ in 0..<samples {
+            Thread.sleep(forTimeInterval: pause.seconds)
+            let started = ContinuousClock.now
+            try client.send("next users")
+            // The raw line: parsing it here would measure the benchmark, not the daemon.
+            guard let line = try client.connection.readLine(), line.starts(with: Array(#"{"type":"page""#.utf8)) else {
+                throw TestFailure("expected a page line")
+            }
+            latencies.append((ContinuousClock.now - started).milliseconds)
+        }
+        return (quantile(latencies, 0.5), quantile(latencies, 0.99))
+    }
+
+    struct FanOut {
+        let bytesPerSecond: Double
+        let pageDeliveriesPerSecond: Double
+        let publishToLastReceipt: Double
+        /// One page line exactly as subscribers got it, for the Redis comparison.
+        let samplePage: [UInt8]
+    }
+
+    /// `subscribers` followers of one feed: throughput over `pages` cached pages, then the time
+    /// from the upstream answering each of `latencyPages` new pages to the last follower having it.
+    static func fanOut(subscribers: Int, pages: Int, latencyPages: Int) throws -> FanOut {
+        let world = try BenchWorld(feedOptions: "prefetch = 0\ncache_pages = 4096")
+        let warm = try world.daemon.connect()
+        try warm.send("next users \(pages)")
+        _ = try warm.read(until: "page")
+        var samplePage: [UInt8] = []
+        for page in 2...pages {
+            let line = try warm.connection.readLine()!
+            if page == 2 { samplePage = line + [UInt8(ascii: "\n")] }
+        }
+        let connections = try (0..<subscribers).map { _ in try FeedConnection(path: world.daemon.socketPath) }
+        let counter = LineCounter(connections.map(\.descriptor))
+        guard counter.read(untilEachHas: 1, deadline: .now + .seconds(30)) else { throw TestFailure("hello timed out") }
+        let started = ContinuousClock.now
+        for connection in connections { try connection.send(#"{"op":"subscribe","feed":"users","follow":true}"#) }
+        // hello, subscribed, then the pages.
+        guard counter.read(untilEachHas: 2 + pages, deadline: .now + .seconds(120)) else { throw TestFailure("fan-out timed out") }
+        let elapsed = (counter.lineCompletions[2 + pages]!.last - started).seconds
+        let bytes = counter.byteCounts.reduce(0, +)
+        guard counter.read(untilEachHas: 2 + pages + latencyPages, deadline: .now + .seconds(120)) else {
+            throw TestFailure("latency pages timed out")
+        }
+        var latencies: [Double] = []
+        for page in (pages + 1)...(pages + latencyPages) {
+            guard let answered = world.upstream.received.first(where: { $0.query["page"] == String(page) })?.answeredAt,
+                let last = counter.lineCompletions[2 + page]?.last
+            else { continue }
+            latencies.append((last - answered).milliseconds)
+        }
+        withExtendedLifetime(connections) {}
+        return FanOut(
+            bytesPerSecond: Double(bytes) / elapsed, pageDeliveriesPerSecond: Double(subscribers * pages) / elapsed,
+            publishToLastReceipt: quantile(latencies, 0.5), samplePage: samplePage)
+    }
+
+    /// Private memory per idle connection (KiB), and the idle daemon's RssAnon and RSS (MiB).
+    static func idleConnections(_ count: Int) throws -> (perConnection: Double, idleAnon: Double, idleRSS: Double) {
+        let world = try BenchWorld(feedOptions: "")
+        _ = try world.daemon.connect().request("ping")
+        let idleAnon = try world.daemon.memory("RssAnon")
+        let idleRSS = try world.daemon.memory("VmRSS")
+        var connections: [FeedConnection] = []
+        connections.reserveCapacity(count)
+        for _ in 0..<count {
+            let connection = try FeedConnection(path: world.daemon.socketPath)
+            _ = try connection.readLine()
+            connections.append(connection)
+        }
+        let check = try world.daemon.connect()
+        guard try check.request("status")["clients"]?.integerValue == Int64(count + 1) else { throw TestFailure("clients missing") }
+        let loaded = try world.daemon.memory("RssAnon")
+        withExtendedLifetime(connections) {}
+        return (Double(loaded - idleAnon) / Double(count), Double(idleAnon) / 1024, Double(idleRSS) / 1024)
+    }
+
+    /// Upstream requests per distinct page and per page delivered, `clients` reading `pages` each.
+    static func upstreamSharing(clients: Int, pages: Int) throws -> (perDistinctPage: Double, perDelivery: Double) {
+        let world = try BenchWorld(upstreamLatency: .milliseconds(20), feedOptions: "prefetch = 2")
+        let readers = try (0..<clients).map { _ in try world.daemon.connect() }
+        for reader in readers { try reader.send("next users \(pages)") }
+        for reader in readers {
+            _ = try reader.read(until: "page", timeout: .seconds(60))
+            for _ in 1..<pages { _ = try reader.expect("page", timeout: .seconds(60)) }
+        }
+        let requests = world.upstream.received
+        let distinct = Set(requests.compactMap { $0.query["page"] }).count
+        return (Double(requests.count) / Double(max(distinct, 1)), Double(requests.count) / Double(clients * pages))
+    }
+}

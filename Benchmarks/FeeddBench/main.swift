@@ -1,0 +1,81 @@
+import FeedKit
+import Foundation
+import Glibc
+import TestSupport
+
+// feedd-bench: starts the real daemon (the release build beside this binary) against a loopback
+// upstream and prints each figure's median and spread over several runs.
+//   swift run -c release feedd-bench [RUNS] [latency] [fanout] [idle] [sharing]
+
+let arguments = CommandLine.arguments.dropFirst()
+let runs = arguments.first.flatMap(Int.init) ?? 3
+let chosen = Set(arguments.filter { Int($0) == nil })
+func wanted(_ scenario: String) -> Bool { chosen.isEmpty || chosen.contains(scenario) }
+let subscribers = Int(ProcessInfo.processInfo.environment["FEEDD_BENCH_SUBSCRIBERS"] ?? "") ?? 1_000
+var limit = rlimit()
+getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+limit.rlim_cur = limit.rlim_max
+setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+
+var figures: [String: Figure] = [:]
+var order: [String] = []
+@MainActor
+func record(_ name: String, _ unit: String, _ value: Double) {
+    if figures[name] == nil {
+        figures[name] = Figure(name: name, unit: unit)
+        order.append(name)
+    }
+    figures[name]!.values.append(value)
+}
+
+var redisSkipped: String?
+for run in 1...runs {
+    FileHandle.standardError.write(Data("run \(run) of \(runs)…\n".utf8))
+    if wanted("latency") {
+    let prefetched = try Scenarios.nextLatency(prefetch: 3, samples: 100, pause: .milliseconds(150))
+    record("next-page latency p50, prefetch 3, upstream 100 ms", "ms", prefetched.p50)
+    record("next-page latency p99, prefetch 3, upstream 100 ms", "ms", prefetched.p99)
+    let unprefetched = try Scenarios.nextLatency(prefetch: 0, samples: 30, pause: .milliseconds(10))
+    record("next-page latency p50, prefetch 0, upstream 100 ms", "ms", unprefetched.p50)
+    record("next-page latency p99, prefetch 0, upstream 100 ms", "ms", unprefetched.p99)
+    record("prefetch speed-up (p50 ratio)", "×", unprefetched.p50 / prefetched.p50)
+    }
+    if wanted("fanout") {
+    let fanOut = try Scenarios.fanOut(subscribers: subscribers, pages: 40, latencyPages: 10)
+    record("fan-out to 1,000 followers: delivered", "MB/s", fanOut.bytesPerSecond / 1e6)
+    record("fan-out to 1,000 followers: page deliveries", "pages/s", fanOut.pageDeliveriesPerSecond)
+    record("fan-out: upstream answer to last follower (p50)", "ms", fanOut.publishToLastReceipt)
+    record("fan-out: page line size", "bytes", Double(fanOut.samplePage.count))
+    switch try RedisReference.fanOut(subscribers: subscribers, messages: 40, payload: fanOut.samplePage) {
+    case .success(let redisBytesPerSecond):
+        record("Redis pub/sub, same page, 1,000 subscribers", "MB/s", redisBytesPerSecond / 1e6)
+        record("feedd / Redis delivered bytes ratio", "×", fanOut.bytesPerSecond / redisBytesPerSecond)
+    case .failure(let reason):
+        redisSkipped = reason.description
+    }
+    }
+    if wanted("idle") {
+    let idle = try Scenarios.idleConnections(10_000)
+    record("10,000 idle connections: RssAnon per connection", "KiB", idle.perConnection)
+    record("idle daemon RssAnon", "MiB", idle.idleAnon)
+    record("idle daemon RSS", "MiB", idle.idleRSS)
+    }
+    if wanted("sharing") {
+    let sharing = try Scenarios.upstreamSharing(clients: 100, pages: 20)
+    record("100 clients, 20 pages: upstream requests per distinct page", "", sharing.perDistinctPage)
+    record("100 clients, 20 pages: upstream requests per page delivered", "", sharing.perDelivery)
+    }
+}
+
+let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
+    .split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "unknown CPU"
+print("feedd-bench: \(runs) runs, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(cpu)")
+print("")
+let width = order.map(\.count).max() ?? 40
+print("| " + "figure".padding(toLength: width, withPad: " ", startingAt: 0) + " | unit    | median   | spread (min–max) |")
+print("| " + String(repeating: "-", count: width) + " | ------- | -------- | ---------------- |")
+for name in order {
+    let figure = figures[name]!
+    print("| \(name.padding(toLength: width, withPad: " ", startingAt: 0)) | \(figure.unit.padding(toLength: 7, withPad: " ", startingAt: 0)) | \(format(figure.median).padding(toLength: 8, withPad: " ", startingAt: 0)) | \(figure.spread.padding(toLength: 16, withPad: " ", startingAt: 0)) |")
+}
+if let redisSkipped { print("\nRedis reference skipped: \(redisSkipped)") }
