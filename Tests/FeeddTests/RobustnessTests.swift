@@ -184,3 +184,24 @@ import TestSupport
         try daemon.log.waitForLine(containing: "client connected: pid \(getpid()) uid \(getuid())")
     }
 }
+
+@Suite struct HangUpTests {
+    /// Regression (found by the soak test): data and end of file that arrive together raise one
+    /// edge-triggered event; the daemon must still see the end of file and let the client go.
+    @Test(arguments: [#"{"op":"next","feed":"num"#, "ping\n", ""])
+    func a_client_that_hangs_up_mid_line_is_let_go(_ lastWords: String) throws {
+        let daemon = try ProtocolTests.numbersFeed()
+        let watcher = try daemon.connect()
+        for _ in 0..<20 {
+            let client = try daemon.connect()
+            try client.connection.sendRaw(Array(lastWords.utf8))
+        }
+        var clients: Int64 = .max
+        let deadline = ContinuousClock.now + .seconds(10)
+        while clients > 1, ContinuousClock.now < deadline {
+            clients = try watcher.request("status")["clients"]?.integerValue ?? -1
+            if clients > 1 { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        #expect(clients == 1)
+    }
+}

@@ -27,6 +27,11 @@ public final class DaemonProcess: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments ?? ["--config", configPath, "--socket", socketPath]
         var baseEnvironment = ["PATH": "/usr/bin:/bin", "HOME": self.directory.path, "XDG_RUNTIME_DIR": self.directory.path]
+        // Under `swift test --sanitize=…` the daemon is instrumented too; pass the sanitizer's
+        // options on, so that with halt_on_error a race or memory error in it fails the test.
+        for name in ["TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS"] {
+            if let value = ProcessInfo.processInfo.environment[name] { baseEnvironment[name] = value }
+        }
         baseEnvironment.merge(environment) { _, new in new }
         process.environment = baseEnvironment
         process.currentDirectoryURL = URL(fileURLWithPath: self.directory.path)

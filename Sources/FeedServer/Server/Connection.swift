@@ -54,14 +54,16 @@ final class Connection: SubscriptionOutput {
 
     // MARK: Reading
 
+    /// Reads until the socket has nothing more (EAGAIN) or says end of file. Dispatch's sources
+    /// on Linux are edge-triggered: data and end of file that arrive together raise one event, so
+    /// stopping at a short read would miss the end of file and keep a dead connection forever.
     private func readAvailable() {
-        guard !isClosed, !readingPaused else { return }
-        // A few reads per wake-up, then let other connections have their turn.
+        guard !isClosed, !readingPaused, readSource != nil else { return }
         for _ in 0..<4 {
             let count = server.readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
                 server.readBuffer.withUnsafeBytes { handleInput(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-                if isClosed || readingPaused || count < server.readBuffer.count { return }
+                if isClosed || readingPaused || readSource == nil { return }
             } else if count == 0 {
                 endOfInput()
                 return
@@ -71,6 +73,13 @@ final class Connection: SubscriptionOutput {
                 return
             }
         }
+        // A busy client had its share; read the rest after the others had their turn, since no
+        // new event comes for data that is already waiting.
+        readSoon()
+    }
+
+    private func readSoon() {
+        DispatchQueue.main.async { [weak self] in MainActor.assumeIsolated { self?.readAvailable() } }
     }
 
     /// Splits input into lines and handles each; stops (keeping the rest) if output backs up.
@@ -283,6 +292,8 @@ final class Connection: SubscriptionOutput {
         let pending = unhandledInput
         unhandledInput = []
         pending.withUnsafeBytes { handleInput($0) }
+        // What arrived while paused raised its event then, so look for it now.
+        readSoon()
     }
 
     private func cancelReading() {
