@@ -109,6 +109,15 @@ import TestSupport
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
     }
 
+    @Test func the_socket_gets_the_configured_group() throws {
+        let group = try #require(getgrnam("nogroup"), "Debian's nogroup").pointee.gr_gid
+        let daemon = try ProtocolTests.numbersFeed(extraDaemon: "socket_group = \"nogroup\"\nsocket_mode = \"0660\"")
+        var info = stat()
+        #expect(stat(daemon.socketPath, &info) == 0)
+        #expect(info.st_gid == group)
+        #expect(info.st_mode & 0o777 == 0o660)
+    }
+
     @Test func a_client_arriving_during_shutdown_is_told_shutting_down() throws {
         let directory = try TemporaryDirectory()
         let line = #"{"text":""# + String(repeating: "x", count: 2000) + #""}"#

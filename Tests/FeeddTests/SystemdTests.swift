@@ -120,7 +120,9 @@ import TestSupport
         let daemon = try DaemonProcess(
             config: try Self.config(feeds: ["notes"], in: directory),
             executable: "/usr/bin/systemd-socket-activate",
-            arguments: ["--listen=\(socketPath)", FeeddBinaries.feedd, "--config", directory.path("feedd.toml")],
+            arguments: ["--listen=\(socketPath)"]
+                + Sanitizer.optionVariables.filter { ProcessInfo.processInfo.environment[$0] != nil }.map { "--setenv=\($0)" }
+                + [FeeddBinaries.feedd, "--config", directory.path("feedd.toml")],
             directory: directory, waitUntilListening: false)
         try daemon.log.waitForLine(containing: "Listening on")
         let client = try TestClient(path: socketPath)

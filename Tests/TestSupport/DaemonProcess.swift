@@ -29,7 +29,7 @@ public final class DaemonProcess: @unchecked Sendable {
         var baseEnvironment = ["PATH": "/usr/bin:/bin", "HOME": self.directory.path, "XDG_RUNTIME_DIR": self.directory.path]
         // Under `swift test --sanitize=…` the daemon is instrumented too; pass the sanitizer's
         // options on, so that with halt_on_error a race or memory error in it fails the test.
-        for name in ["TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS"] {
+        for name in Sanitizer.optionVariables {
             if let value = ProcessInfo.processInfo.environment[name] { baseEnvironment[name] = value }
         }
         baseEnvironment.merge(environment) { _, new in new }
@@ -94,6 +94,18 @@ public final class DaemonProcess: @unchecked Sendable {
     /// How many file descriptors the daemon has open.
     public func openDescriptorCount() throws -> Int {
         try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+    }
+}
+
+/// Whether the tests run under a sanitizer, as `swift test --sanitize=…` with its options set.
+public enum Sanitizer {
+    /// The variables that configure the sanitizers, passed on to every daemon a test starts.
+    public static let optionVariables = ["TSAN_OPTIONS", "ASAN_OPTIONS", "LSAN_OPTIONS"]
+
+    /// True when a sanitizer's options are set: memory figures then include its shadow memory
+    /// and quarantine, and mean nothing.
+    public static var isActive: Bool {
+        optionVariables.contains { ProcessInfo.processInfo.environment[$0] != nil }
     }
 }
 
