@@ -232,3 +232,23 @@ import TestSupport
         #expect(try client.request("refresh numbers")["type"] == "refreshed")
     }
 }
+
+@Suite struct CacheLimitTests {
+    /// Regression (found by the soak test): when every cached page was wanted by someone, the
+    /// feed stopped fetching, and subscribers spread over more pages than `cache_pages` waited forever.
+    @Test func subscribers_spread_wider_than_the_cache_still_get_their_pages() throws {
+        let daemon = try ProtocolTests.numbersFeed(lines: 60, pageSize: 1, extraFeed: "cache_pages = 2\nprefetch = 3")
+        let clients = try (0..<4).map { _ in try daemon.connect() }
+        for (index, client) in clients.enumerated() {
+            #expect(try client.request(["op": "subscribe", "feed": "numbers", "after": .integer(Int64(index * 15))])["type"] == "subscribed")
+        }
+        for round in 1...3 {
+            for (index, client) in clients.enumerated() {
+                try client.send("next numbers")
+                #expect(try client.expect("page")["page"] == .integer(Int64(index * 15 + round)))
+            }
+        }
+        let status = try clients[0].request("status")
+        #expect((status["feeds"]?.arrayValue?.first?["cached_pages"]?.integerValue ?? 99) <= 2 + 4, "at most one page over the limit per subscriber")
+    }
+}

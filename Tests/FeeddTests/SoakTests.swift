@@ -39,6 +39,7 @@ import TestSupport
             source = "s3"
             url = "\(upstream.baseURL)/feed-{page}.json"
             wrap = true
+            timeout = "500ms"
             retry_max_delay = "300ms"
             cache_pages = 16
             [feeds.notes]
@@ -128,14 +129,16 @@ import TestSupport
     ) throws {
         let client = try daemon.connect()
         figures.count(\.connections)
+        let feed = ["users", "carousel", "notes"].randomElement(using: &generator)!
         switch Int.random(in: 0..<5, using: &generator) {
         case 0:
-            let feed = ["users", "carousel", "notes"].randomElement(using: &generator)!
             try client.send("next \(feed) \(Int.random(in: 1...5, using: &generator))")
-            _ = try client.read(until: "page", timeout: .seconds(30))
+            do { _ = try client.read(until: "page", timeout: .seconds(30)) } catch { throw TestFailure("next \(feed): \(error)") }
         case 1:
-            try client.send("follow \(["users", "carousel", "notes"].randomElement(using: &generator)!)")
-            for _ in 0..<Int.random(in: 1...20, using: &generator) { _ = try client.read(timeout: .seconds(30)) }
+            try client.send("follow \(feed)")
+            do {
+                for _ in 0..<Int.random(in: 1...20, using: &generator) { _ = try client.read(timeout: .seconds(30)) }
+            } catch { throw TestFailure("follow \(feed): \(error)") }
         case 2:
             let garbage = (0..<Int.random(in: 1...2_000, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
             try client.connection.sendRaw(garbage + Array("\nping\n".utf8))

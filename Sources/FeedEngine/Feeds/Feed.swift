@@ -224,26 +224,52 @@ public final class Feed {
         subscriptions.values.contains { $0.wantedPages(prefetch: settings.prefetch)?.contains(number) == true }
     }
 
+    /// The lowest page a subscription is waiting for right now that is not cached, if any.
+    private func lowestMissingAwaitedPage() -> Int? {
+        subscriptions.values.compactMap { subscription -> Int? in
+            let number = subscription.position + 1
+            guard subscription.wantsPage, cache[number] == nil, lastPage.map({ number <= $0 }) ?? true else { return nil }
+            return number
+        }.min()
+    }
+
+    /// Fetches one page: first one a subscriber is waiting for, else one to prefetch.
     private func fetchIfNeeded() {
-        guard upstreamTask == nil, var number = lowestMissingWantedPage() else { return }
-        if caughtUpAt == number { return }
+        guard upstreamTask == nil else { return }
+        let awaited = lowestMissingAwaitedPage()
+        guard var number = awaited ?? lowestMissingWantedPage(), caughtUpAt != number else { return }
+        let urgent = awaited != nil
         // Pages come in order: if the wanted page's predecessor has never been fetched, its
         // token is unknown, so fetch the first page whose token is known.
         if sourceCursors[number] == nil, let furthestKnown = sourceCursors.keys.max(), furthestKnown < number {
             number = furthestKnown
         }
-        guard let request = sourceCursors[number], makeRoomInCache() else { return }
+        guard let request = sourceCursors[number], makeRoomInCache(urgent: urgent) else { return }
         startFetch(page: number, request: request)
     }
 
-    /// Keeps the cache within `cache_pages` by dropping the lowest page nobody wants; false when
-    /// every cached page is wanted (then nothing more is fetched until someone moves on).
-    private func makeRoomInCache() -> Bool {
+    /// Keeps the cache within `cache_pages`. A prefetch only ever replaces pages nobody wants, or
+    /// is skipped. A page a subscriber is waiting for (or one on the way to it) may also replace
+    /// prefetched pages, furthest first, and is fetched even when every cached page is awaited:
+    /// the limit is then exceeded by at most one page per subscription, since refusing it would
+    /// stall those subscribers for good.
+    private func makeRoomInCache(urgent: Bool) -> Bool {
         while cache.count >= settings.cachePages {
-            guard let victim = cache.keys.sorted().first(where: { !isWanted($0) }) else { return false }
-            cache[victim] = nil
+            let pages = cache.keys.sorted()
+            if let unwanted = pages.first(where: { !isWanted($0) }) {
+                cache[unwanted] = nil
+            } else if urgent, let prefetched = pages.last(where: { !isAwaited($0) }) {
+                cache[prefetched] = nil
+            } else {
+                return urgent
+            }
         }
         return true
+    }
+
+    /// Whether a subscription is waiting for page `number` right now (not merely prefetching it).
+    private func isAwaited(_ number: Int) -> Bool {
+        subscriptions.values.contains { $0.wantsPage && $0.position + 1 == number }
     }
 
     private func startFetch(page number: Int, request: PageRequest) {
