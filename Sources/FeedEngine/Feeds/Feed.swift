@@ -140,23 +140,13 @@ public final class Feed {
     public func refresh(requester: Subscription? = nil, replyTo: JSONValue? = nil) {
         upstreamTask?.cancel()
         upstreamTask = nil
-        generation += 1
-        do {
-            try store?.startGeneration(generation, of: name)
-        } catch {
-            logger.error("cannot store the new generation: \(error)")
-        }
+        enterGeneration(generation + 1)
         cache.removeAll()
-        sourceCursors = [1: PageRequest(page: 1, token: nil, generation: generation)]
         lastPage = nil
         caughtUpAt = nil
         failedAttempts = 0
         for subscription in subscriptions.values {
-            subscription.position = 0
-            subscription.cursor = 0
-            subscription.toldEnd = false
-            let isRequester = subscription === requester
-            subscription.send(.refreshed(feed: name, generation: generation, replyTo: isRequester ? replyTo : nil))
+            restart(subscription, replyTo: subscription === requester ? replyTo : nil)
         }
         pumpAll()
     }
@@ -164,23 +154,35 @@ public final class Feed {
     /// Takes over every subscription of `old`, the feed this one replaces after a reload changed
     /// its config: the subscriptions start over at page 0 of a new generation and are told so.
     func adoptSubscriptions(of old: Feed) {
-        generation = old.generation + 1
+        enterGeneration(old.generation + 1)
+        for subscription in Array(old.subscriptions.values) {
+            old.subscriptions[ObjectIdentifier(subscription)] = nil
+            subscription.feed = self
+            subscriptions[ObjectIdentifier(subscription)] = subscription
+            restart(subscription, replyTo: nil)
+        }
+        old.close()
+        pumpAll()
+    }
+
+    /// Makes `newGeneration` current, durably (consumers of the feed go back to 0 in the store),
+    /// and pages the source from its first page again.
+    private func enterGeneration(_ newGeneration: Int) {
+        generation = newGeneration
         do {
             try store?.startGeneration(generation, of: name)
         } catch {
             logger.error("cannot store the new generation: \(error)")
         }
-        for subscription in Array(old.subscriptions.values) {
-            old.subscriptions[ObjectIdentifier(subscription)] = nil
-            subscription.feed = self
-            subscription.position = 0
-            subscription.cursor = 0
-            subscription.toldEnd = false
-            subscriptions[ObjectIdentifier(subscription)] = subscription
-            subscription.send(.refreshed(feed: name, generation: generation, replyTo: nil))
-        }
-        old.close()
-        pumpAll()
+        sourceCursors = [1: PageRequest(page: 1, token: nil, generation: generation)]
+    }
+
+    /// Puts `subscription` back at page 0 of the current generation and tells it so.
+    private func restart(_ subscription: Subscription, replyTo: JSONValue?) {
+        subscription.position = 0
+        subscription.cursor = 0
+        subscription.toldEnd = false
+        subscription.send(.refreshed(feed: name, generation: generation, replyTo: replyTo))
     }
 
     /// Ends every subscription and stops fetching: the feed was removed or replaced.
@@ -194,7 +196,6 @@ public final class Feed {
         let adapter = adapter
         Task { await adapter.shutdown() }
     }
-
 
     private func pumpAll() {
         for subscription in Array(subscriptions.values) { deliver(to: subscription) }
