@@ -71,13 +71,9 @@ final class Daemon {
         while true { _ = RunLoop.main.run(mode: .default, before: .distantFuture) }
     }
 
-    /// `state_dir`, else `$STATE_DIRECTORY` (systemd's StateDirectory=), else `./.feedd-state`;
-    /// a state directory that cannot be used is fatal, since consumers rely on it.
+    /// A state directory that cannot be used is fatal, since consumers rely on it.
     private func openConsumerStore(_ settings: DaemonSettings) -> ConsumerStore {
-        let configured = settings.stateDirectory
-            ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
-            ?? ".feedd-state"
-        let directory = configured.hasPrefix("/") ? configured : FileManager.default.currentDirectoryPath + "/" + configured
+        let directory = paths.stateDirectory(configured: settings.stateDirectory)
         do {
             let store = try ConsumerStore(directory: directory, logger: logger)
             logger.info("consumer state in \(directory)")

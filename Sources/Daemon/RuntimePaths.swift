@@ -17,11 +17,20 @@ struct RuntimePaths {
     /// `$RUNTIME_DIRECTORY` (systemd's RuntimeDirectory=), `$XDG_RUNTIME_DIR`, or `/tmp/feedd-$UID`:
     /// the home of the default socket and of the embedded sample data.
     var runtimeDirectory: String {
-        for name in ["RUNTIME_DIRECTORY", "XDG_RUNTIME_DIR"] {
-            // systemd lists several directories separated by colons when a unit asks for several.
-            if let value = environment[name]?.split(separator: ":").first, !value.isEmpty { return String(value) }
-        }
-        return "/tmp/feedd-\(getuid())"
+        firstDirectory(in: "RUNTIME_DIRECTORY") ?? firstDirectory(in: "XDG_RUNTIME_DIR") ?? "/tmp/feedd-\(getuid())"
+    }
+
+    /// Consumer state: `state_dir`, else `$STATE_DIRECTORY` (systemd's StateDirectory=), else
+    /// `./.feedd-state`, made absolute against the working directory.
+    func stateDirectory(configured: String?) -> String {
+        let directory = configured ?? firstDirectory(in: "STATE_DIRECTORY") ?? ".feedd-state"
+        return directory.hasPrefix("/") ? directory : FileManager.default.currentDirectoryPath + "/" + directory
+    }
+
+    /// The first directory an environment variable names; systemd separates several with colons.
+    private func firstDirectory(in variable: String) -> String? {
+        guard let first = environment[variable]?.split(separator: ":").first, !first.isEmpty else { return nil }
+        return String(first)
     }
 
     func socketPath(explicit: String?, configured: String?) -> String {

@@ -7,7 +7,8 @@ import Glibc
 /// The signals are blocked first thing in `main`, before any other thread exists, so every thread
 /// inherits the block and a signal sent at any moment stays pending until a thread of our own
 /// takes it with sigwait(3). (A Dispatch signal source is armed asynchronously, so a signal sent
-/// right after start-up could be dropped.) Children must unblock them: see ``unblockedMask``.
+/// right after start-up could be dropped.) Children inherit the block, so plugin processes are
+/// started with an empty signal mask (FeedKit's Subprocess).
 enum SignalListener {
     static let handled: [Int32] = [SIGTERM, SIGINT, SIGHUP]
 
