@@ -215,3 +215,24 @@ import TestSupport
         }
     }
 }
+
+@Suite struct ConsumerLogSnapshotTests {
+    /// Regression: the log is rewritten as a snapshot every 4,096 changes, and the change that
+    /// triggered it was once left out of the snapshot, so its cursor was lost at the next start.
+    @Test func the_change_that_triggers_a_snapshot_survives_a_restart() throws {
+        let directory = try TemporaryDirectory()
+        var daemon = try ConsumerTests.daemon(in: directory, lines: 4_200)
+        let client = try daemon.connect()
+        _ = try ConsumerTests.subscribe(client, as: "many")
+        try client.send("next numbers 4100")
+        for _ in 0..<4_100 { _ = try client.expect("page") }
+        // The subscribe stored one record; 4,095 acks make 4,096, the last triggering the snapshot.
+        try client.connection.sendRaw(Array((1...4_095).map { "ack numbers \($0)\n" }.joined().utf8))
+        for _ in 1..<4_095 { _ = try client.expect("ack") }
+        #expect(try client.expect("ack")["page"] == 4_095)
+        daemon.send(signal: SIGKILL)
+        try daemon.waitForExit()
+        daemon = try ConsumerTests.daemon(in: directory, lines: 4_200)
+        #expect(try ConsumerTests.subscribe(daemon.connect(), as: "many")["after"] == 4_095)
+    }
+}

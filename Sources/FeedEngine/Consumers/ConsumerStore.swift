@@ -52,26 +52,28 @@ public final class ConsumerStore {
 
     /// Makes `cursor` the stored cursor of `consumer` on `feed`; durable when this returns.
     public func store(feed: String, consumer: String, cursor: Int) throws(StoreError) {
-        let key = Key(feed: feed, consumer: consumer)
-        guard cursors[key] != cursor else { return }
-        try append(["t": "cursor", "feed": .string(feed), "consumer": .string(consumer), "cursor": .integer(Int64(cursor))])
-        cursors[key] = cursor
+        guard cursors[Key(feed: feed, consumer: consumer)] != cursor else { return }
+        try record(["t": "cursor", "feed": .string(feed), "consumer": .string(consumer), "cursor": .integer(Int64(cursor))])
     }
 
     /// A refresh: `feed` is now at `generation`, and every consumer of it is back at 0.
     public func startGeneration(_ generation: Int, of feed: String) throws(StoreError) {
-        try append(["t": "generation", "feed": .string(feed), "generation": .integer(Int64(generation))])
-        generations[feed] = generation
-        for key in cursors.keys where key.feed == feed { cursors[key] = 0 }
+        try record(["t": "generation", "feed": .string(feed), "generation": .integer(Int64(generation))])
     }
 
     /// Deletes a consumer's cursor; false if it had none.
     public func forget(feed: String, consumer: String) throws(StoreError) -> Bool {
-        let key = Key(feed: feed, consumer: consumer)
-        guard cursors[key] != nil else { return false }
-        try append(["t": "forget", "feed": .string(feed), "consumer": .string(consumer)])
-        cursors[key] = nil
+        guard cursors[Key(feed: feed, consumer: consumer)] != nil else { return false }
+        try record(["t": "forget", "feed": .string(feed), "consumer": .string(consumer)])
         return true
+    }
+
+    /// Makes a change durable, then applies it exactly as replaying the log at start will. The
+    /// snapshot comes after applying: taken before, it would leave the change out of the new log.
+    private func record(_ change: JSONValue) throws(StoreError) {
+        try append(change)
+        apply(change)
+        if appendedSinceSnapshot >= Self.snapshotAfter { try snapshot() }
     }
 
     // MARK: The log
@@ -80,7 +82,6 @@ public final class ConsumerStore {
         try write(Self.line(for: record), to: log, what: logPath)
         guard fdatasync(log) == 0 else { throw StoreError("cannot sync \(logPath): \(String(cString: strerror(errno)))") }
         appendedSinceSnapshot += 1
-        if appendedSinceSnapshot >= Self.snapshotAfter { try snapshot() }
     }
 
     private static func line(for record: JSONValue) -> [UInt8] {
