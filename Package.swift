@@ -15,7 +15,7 @@ let package = Package(
     ],
     targets: [
         // The adapter protocol and every type an adapter sees.
-        .target(name: "FeedKit", dependencies: ["CSpawn"]),
+        .target(name: "FeedKit", dependencies: ["CSpawn", "CCurl"]),
         // posix_spawn and pipe2 with the GNU extras Swift's Glibc module hides.
         .target(name: "CSpawn"),
 
@@ -26,6 +26,10 @@ let package = Package(
         .target(name: "ExecAdapter", dependencies: ["FeedKit"], path: "Plugins/Exec"),
 
         // C libraries from Debian.
+        // HTTP for the network adapters: the multi interface on one thread (see CurlTransport).
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(
             name: "CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),

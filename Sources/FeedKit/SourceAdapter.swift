@@ -129,8 +129,8 @@ public struct AdapterContext: Sendable {
     public var http: HTTPSource { HTTPSource(transport: transport, timeout: requestTimeout) }
 }
 
-/// The one URLSession every feed fetches through, so connections to an upstream are reused.
-public let sharedTransport: any HTTPTransport = URLSessionTransport()
+/// The one transport every feed fetches through, so connections to an upstream are reused.
+public let sharedTransport: any HTTPTransport = CurlTransport()
 
 /// The daemon's version, as `feedd --version` and the socket's `hello` line report it.
 public let feeddVersion = "0.1.0"

@@ -28,7 +28,7 @@ public struct HTTPSource: Sendable {
         } catch is CancellationError {
             throw SourceError.transient("GET \(url.absoluteString): cancelled")
         } catch {
-            throw SourceError.transient("GET \(url.absoluteString): \(Self.describe(error))")
+            throw SourceError.transient("GET \(url.absoluteString): \(error)")
         }
         switch response.status {
         case 200..<300:
@@ -93,11 +93,6 @@ public struct HTTPSource: Sendable {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: trimmed) else { return nil }
         return .milliseconds(max(0, Int64(date.timeIntervalSinceNow * 1000)))
-    }
-
-    private static func describe(_ error: any Error) -> String {
-        let nsError = error as NSError
-        return nsError.localizedDescription.isEmpty ? String(describing: error) : nsError.localizedDescription
     }
 }
 

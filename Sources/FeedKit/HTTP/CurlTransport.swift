@@ -1,0 +1,207 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// The transport feedd uses: libcurl's multi interface, driven by one thread for every feed.
+///
+/// Waiting for an answer costs nothing: the thread sleeps in `curl_multi_poll` until a socket, a
+/// new request or a cancellation wakes it. Foundation's URLSession, used before, kept two of its
+/// threads waking each other for as long as a request waited, which cost a third of a core or
+/// more per request in flight and delayed the daemon's replies on a small machine.
+///
+/// Connections to an upstream are kept and reused, bodies may come compressed, and redirects are
+/// followed over http and https only. Make one per process: its thread lives as long as it does.
+public final class CurlTransport: HTTPTransport {
+    /// A larger body fails its request instead of growing the daemon without bound.
+    public static let maximumBodyBytes = 64 << 20
+
+    private let multi: MultiHandle
+    private let inbox = Mutex<[Request]>([])
+
+    public init() {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        multi = MultiHandle()
+        let thread = Thread { [self] in run() }
+        thread.name = "feedd-http"
+        thread.start()
+    }
+
+    public func get(_ url: URL, timeout: Duration) async throws -> HTTPResponse {
+        let cancellation = Cancellation()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let request = Request(url: url.absoluteString, timeout: timeout, cancellation: cancellation, continuation: continuation)
+                inbox.withLock { $0.append(request) }
+                multi.wakeUp()
+            }
+        } onCancel: {
+            cancellation.set()
+            multi.wakeUp()
+        }
+    }
+
+    /// The loop thread: it alone touches the multi handle (but for wake-ups) and the transfers.
+    private func run() -> Never {
+        var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
+        while true {
+            for request in inbox.withLock({ requests in defer { requests = [] }; return requests }) {
+                guard !request.cancellation.isSet else {
+                    request.continuation.resume(throwing: CancellationError())
+                    continue
+                }
+                let transfer = Transfer(request)
+                transfers[transfer.easy] = transfer
+                multi.add(transfer.easy)
+            }
+            for (easy, transfer) in transfers where transfer.request.cancellation.isSet {
+                transfers[easy] = nil
+                multi.remove(easy)
+                transfer.request.continuation.resume(throwing: CancellationError())
+            }
+            multi.perform()
+            while let (easy, result) = multi.nextFinished() {
+                guard let transfer = transfers.removeValue(forKey: easy) else { continue }
+                multi.remove(easy)
+                transfer.finish(result)
+            }
+            multi.poll(milliseconds: 1_000)
+        }
+    }
+}
+
+/// Why a request got no HTTP response: the connection failed, broke or timed out.
+public struct HTTPTransportError: Error, CustomStringConvertible {
+    public let description: String
+}
+
+private struct Request: Sendable {
+    let url: String
+    let timeout: Duration
+    let cancellation: Cancellation
+    let continuation: CheckedContinuation<HTTPResponse, any Error>
+}
+
+/// Set by a request's task when it is cancelled; the loop thread looks at it on every wake-up.
+private final class Cancellation: Sendable {
+    private let flag = Atomic<Bool>(false)
+
+    var isSet: Bool { flag.load(ordering: .acquiring) }
+
+    func set() { flag.store(true, ordering: .releasing) }
+}
+
+/// libcurl's multi handle. `curl_multi_wakeup` may be called from any thread; every other call
+/// is made on the loop thread only.
+private final class MultiHandle: @unchecked Sendable {
+    private let handle: UnsafeMutableRawPointer
+
+    init() {
+        handle = curl_multi_init()
+    }
+
+    func wakeUp() { curl_multi_wakeup(handle) }
+
+    func add(_ easy: UnsafeMutableRawPointer) { curl_multi_add_handle(handle, easy) }
+
+    func remove(_ easy: UnsafeMutableRawPointer) { curl_multi_remove_handle(handle, easy) }
+
+    func perform() {
+        var running: Int32 = 0
+        curl_multi_perform(handle, &running)
+    }
+
+    /// A transfer that has ended, with how.
+    func nextFinished() -> (UnsafeMutableRawPointer, CURLcode)? {
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(handle, &queued) {
+            if message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle {
+                return (easy, feedd_curl_message_result(message))
+            }
+        }
+        return nil
+    }
+
+    func poll(milliseconds: Int32) {
+        curl_multi_poll(handle, nil, 0, milliseconds, nil)
+    }
+}
+
+/// One GET on the loop thread: its easy handle and what has come back so far.
+private final class Transfer {
+    let request: Request
+    let easy: UnsafeMutableRawPointer
+    private let requestHeaders: UnsafeMutablePointer<curl_slist>?
+    private let errorText = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+    private var body: [UInt8] = []
+    private var bodyTooLarge = false
+    private var headers: [String: String] = [:]
+
+    init(_ request: Request) {
+        self.request = request
+        easy = curl_easy_init()
+        errorText[0] = 0
+        requestHeaders = curl_slist_append(nil, "Accept: application/json")
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        feedd_curl_set_pointer(easy, CURLOPT_URL, request.url)
+        feedd_curl_set_pointer(easy, CURLOPT_USERAGENT, "feedd/\(feeddVersion)")
+        feedd_curl_set_pointer(easy, CURLOPT_HTTPHEADER, requestHeaders)
+        feedd_curl_set_pointer(easy, CURLOPT_ACCEPT_ENCODING, "")
+        feedd_curl_set_pointer(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        feedd_curl_set_pointer(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        feedd_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 1)
+        feedd_curl_set_long(easy, CURLOPT_MAXREDIRS, 5)
+        feedd_curl_set_long(easy, CURLOPT_NOSIGNAL, 1)
+        feedd_curl_set_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int(request.timeout.wholeMilliseconds)))
+        feedd_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, errorText)
+        feedd_curl_set_pointer(easy, CURLOPT_WRITEDATA, context)
+        feedd_curl_set_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+            let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+            return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
+        }
+        feedd_curl_set_pointer(easy, CURLOPT_HEADERDATA, context)
+        feedd_curl_set_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+            let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+            transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
+            return size * count
+        }
+    }
+
+    deinit {
+        curl_easy_cleanup(easy)
+        curl_slist_free_all(requestHeaders)
+        errorText.deallocate()
+    }
+
+    private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard body.count + bytes.count <= CurlTransport.maximumBodyBytes else {
+            bodyTooLarge = true
+            return false
+        }
+        body.append(contentsOf: bytes)
+        return true
+    }
+
+    /// One header line; a status line starts a new response (after a redirect or a 100 Continue).
+    private func receiveHeader(_ bytes: UnsafeRawBufferPointer) {
+        let line = String(decoding: bytes, as: UTF8.self)
+        if line.hasPrefix("HTTP/") {
+            headers = [:]
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+        headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func finish(_ result: CURLcode) {
+        guard result == CURLE_OK else {
+            let detail = bodyTooLarge
+                ? "the response body is larger than \(CurlTransport.maximumBodyBytes >> 20) MiB"
+                : errorText[0] != 0 ? String(cString: errorText) : String(cString: curl_easy_strerror(result))
+            request.continuation.resume(throwing: HTTPTransportError(description: detail))
+            return
+        }
+        let status = Int(feedd_curl_response_code(easy))
+        request.continuation.resume(returning: HTTPResponse(status: status, headers: headers, body: body))
+    }
+}
