@@ -44,7 +44,9 @@ let package = Package(
         // Feeds, prefetch, shared fetches, cursors, configuration.
         .target(name: "FeedEngine", dependencies: ["FeedKit", "CTOMLShim"]),
         // The Unix socket, connections, the line protocol and flow control.
-        .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedKit", "FeedClient"]),
+        .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedKit", "FeedClient", "CEventLoop"]),
+        // epoll, eventfd and libdispatch's main-queue hooks, for the event loop.
+        .systemLibrary(name: "CEventLoop"),
         // sd_notify, the watchdog, socket activation and journald-style logging.
         .target(name: "SystemdSupport", dependencies: ["CSystemd", "FeedKit"]),
         // A small blocking client for the socket, used by feedctl and the tests.

@@ -14,6 +14,7 @@ final class Daemon {
     private let sink = JournalLogSink()
     private let logger: Logger
     private let notifier = SystemdNotifier()
+    private let loop = EventLoop()
     /// The running feeds and the server; both exist from start-up on (nil only before).
     private var directory: FeedDirectory?
     private var server: Server?
@@ -56,7 +57,7 @@ final class Daemon {
         let directory = FeedDirectory(store: store, logger: logger)
         self.directory = directory
         directory.apply(configuration.feeds)
-        let server = Server(directory: directory, settings: ServerSettings(daemon: configuration.daemon), logger: logger)
+        let server = Server(directory: directory, settings: ServerSettings(daemon: configuration.daemon), logger: logger, loop: loop)
         self.server = server
         server.start(listeningOn: listeningDescriptor)
         directory.onChange = { [unowned self] in self.publishStatus() }
@@ -67,8 +68,9 @@ final class Daemon {
         publishStatus()
         // Not dispatchMain(): on Linux it parks the main thread in sigsuspend(2) with every signal
         // unblocked, and a SIGTERM would then kill the process instead of reaching SignalListener.
-        // The run loop serves the main queue, and so the main actor, with the signals still blocked.
-        while true { _ = RunLoop.main.run(mode: .default, before: .distantFuture) }
+        // The event loop serves the sockets and the main queue, so the main actor, with the
+        // signals still blocked.
+        loop.run()
     }
 
     /// A state directory that cannot be used is fatal, since consumers rely on it.

@@ -186,8 +186,8 @@ import TestSupport
 }
 
 @Suite struct HangUpTests {
-    /// Regression (found by the soak test): data and end of file that arrive together raise one
-    /// edge-triggered event; the daemon must still see the end of file and let the client go.
+    /// Regression (found by the soak test): data and end of file that arrive together must not
+    /// hide the end of file; the daemon lets the client go.
     @Test(arguments: [#"{"op":"next","feed":"num"#, "ping\n", ""])
     func a_client_that_hangs_up_mid_line_is_let_go(_ lastWords: String) throws {
         let daemon = try ProtocolTests.numbersFeed()
@@ -196,12 +196,38 @@ import TestSupport
             let client = try daemon.connect()
             try client.connection.sendRaw(Array(lastWords.utf8))
         }
+        #expect(try Self.clientsOnceOthersLeave(watcher) == 1)
+    }
+
+    /// A client gone while its `next` waits for the upstream can never be answered: it is let go
+    /// at once, not when the page finally comes (here after 20 s).
+    @Test func a_client_that_hangs_up_while_waiting_for_a_page_is_let_go_at_once() throws {
+        let upstream = try LoopbackUpstream()
+        upstream.setLatency(.seconds(20))
+        let daemon = try NetworkAdapterTests.daemon(upstream, feeds: """
+            [feeds.users]
+            source = "randomuser"
+            url = "UPSTREAM/api/"
+            prefetch = 0
+            timeout = "60s"
+            """)
+        let watcher = try daemon.connect()
+        for _ in 0..<5 {
+            let client = try daemon.connect()
+            try client.send("next users")
+            try client.expect("subscribed")
+        }
+        #expect(try Self.clientsOnceOthersLeave(watcher, within: .seconds(5)) == 1)
+    }
+
+    /// The `clients` count of `status`, polled until only `watcher` is left or `within` has passed.
+    private static func clientsOnceOthersLeave(_ watcher: TestClient, within: Duration = .seconds(10)) throws -> Int64 {
         var clients: Int64 = .max
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + within
         while clients > 1, ContinuousClock.now < deadline {
             clients = try watcher.request("status")["clients"]?.integerValue ?? -1
             if clients > 1 { Thread.sleep(forTimeInterval: 0.02) }
         }
-        #expect(clients == 1)
+        return clients
     }
 }

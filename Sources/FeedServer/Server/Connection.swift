@@ -1,4 +1,3 @@
-import Dispatch
 import FeedEngine
 import FeedKit
 import Glibc
@@ -14,9 +13,12 @@ final class Connection: SubscriptionOutput {
     let descriptor: Int32
     let peer: PeerCredentials?
     private unowned let server: Server
-    private var readSource: DispatchSourceRead?
-    private var writeSource: DispatchSourceWrite?
+    private var registration: EventLoop.Registration?
+    /// What the event loop watches for: reading while ``isReading``, writing while output waits.
+    private var interest: EventLoop.Interest = .readable
     private var readingPaused = false
+    /// Input has ended, or the connection is closing: nothing more is read.
+    private var readingStopped = false
     private var writeArmed = false
     private var output = OutputQueue()
     private var subscriptions: [String: Subscription] = [:]
@@ -30,9 +32,6 @@ final class Connection: SubscriptionOutput {
     private var stalledSince: ContinuousClock.Instant?
     private var closeWhenFlushed = false
     private(set) var isClosed = false
-    /// Dispatch sources on the descriptor not yet fully cancelled; it is closed only after the
-    /// last one, so Dispatch never touches a descriptor number that has been reused.
-    private var liveSources = 0
 
     init(descriptor: Int32, peer: PeerCredentials?, server: Server) {
         self.descriptor = descriptor
@@ -41,12 +40,17 @@ final class Connection: SubscriptionOutput {
     }
 
     func start(greeting: [UInt8]) {
-        let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: .main)
-        source.setEventHandler { [unowned self] in MainActor.assumeIsolated { self.readAvailable() } }
-        watch(source)
-        readSource = source
-        source.resume()
+        registration = server.loop.watch(descriptor, for: interest) { [unowned self] readiness in self.handle(readiness) }
         send(greeting)
+    }
+
+    private var isReading: Bool { !readingPaused && !readingStopped && !isClosed }
+
+    private func handle(_ readiness: EventLoop.Readiness) {
+        if readiness.isReadable, isReading { readAvailable() }
+        if readiness.isWritable || readiness.isHangUp, writeArmed, !isClosed { writable() }
+        // The peer is gone and nothing is left to read from it: nothing can reach it either.
+        if readiness.isHangUp, !isClosed, !isReading, !writeArmed { close() }
     }
 
     var subscriptionCount: Int { subscriptions.count }
@@ -54,16 +58,14 @@ final class Connection: SubscriptionOutput {
 
     // MARK: Reading
 
-    /// Reads until the socket has nothing more (EAGAIN) or says end of file. Dispatch's sources
-    /// on Linux are edge-triggered: data and end of file that arrive together raise one event, so
-    /// stopping at a short read would miss the end of file and keep a dead connection forever.
+    /// Reads until the socket has nothing more (EAGAIN) or says end of file, or until this
+    /// client had its share of the turn: the event loop reports what is left on its next turn.
     private func readAvailable() {
-        guard !isClosed, !readingPaused, readSource != nil else { return }
         for _ in 0..<4 {
             let count = server.readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
                 server.readBuffer.withUnsafeBytes { handleInput(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-                if isClosed || readingPaused || readSource == nil { return }
+                if !isReading { return }
             } else if count == 0 {
                 endOfInput()
                 return
@@ -73,13 +75,6 @@ final class Connection: SubscriptionOutput {
                 return
             }
         }
-        // A busy client had its share; read the rest after the others had their turn, since no
-        // new event comes for data that is already waiting.
-        readSoon()
-    }
-
-    private func readSoon() {
-        DispatchQueue.main.async { [weak self] in MainActor.assumeIsolated { self?.readAvailable() } }
     }
 
     /// Splits input into lines and handles each; stops (keeping the rest) if output backs up.
@@ -144,7 +139,7 @@ final class Connection: SubscriptionOutput {
 
     private func endOfInput() {
         inputEnded = true
-        cancelReading()
+        stopReading()
         closeIfFinished()
     }
 
@@ -209,7 +204,7 @@ final class Connection: SubscriptionOutput {
     func sendFinal(_ line: [UInt8]) {
         send(line)
         closeWhenFlushed = true
-        cancelReading()
+        stopReading()
         closeIfFinished()
     }
 
@@ -219,7 +214,7 @@ final class Connection: SubscriptionOutput {
         case .drained:
             break
         case .wouldBlock:
-            armWriteSource()
+            armWriting()
         case .failed:
             close()
             return
@@ -227,22 +222,13 @@ final class Connection: SubscriptionOutput {
         if output.byteCount > server.settings.inputPauseBytes { pauseReading() }
     }
 
-    private func armWriteSource() {
+    private func armWriting() {
         writeArmed = true
         watchForStall()
-        if let writeSource {
-            writeSource.resume()
-            return
-        }
-        let source = DispatchSource.makeWriteSource(fileDescriptor: descriptor, queue: .main)
-        source.setEventHandler { [unowned self] in MainActor.assumeIsolated { self.writable() } }
-        watch(source)
-        writeSource = source
-        source.resume()
+        updateInterest()
     }
 
     private func writable() {
-        guard !isClosed, writeArmed else { return }
         switch output.flush(to: descriptor) {
         case .wouldBlock:
             return
@@ -252,7 +238,7 @@ final class Connection: SubscriptionOutput {
         case .drained:
             writeArmed = false
             stalledSince = nil
-            writeSource?.suspend()
+            updateInterest()
         }
         resumeReading()
         for subscription in Array(subscriptions.values) where subscription.wantsPage {
@@ -280,29 +266,35 @@ final class Connection: SubscriptionOutput {
     var peerDescription: String { peer?.description ?? "an unknown peer" }
 
     private func pauseReading() {
-        guard !readingPaused, let readSource else { return }
+        guard isReading else { return }
         readingPaused = true
-        readSource.suspend()
+        updateInterest()
     }
 
     private func resumeReading() {
         guard readingPaused, !isClosed else { return }
         readingPaused = false
-        readSource?.resume()
+        updateInterest()
         let pending = unhandledInput
         unhandledInput = []
         pending.withUnsafeBytes { handleInput($0) }
-        // What arrived while paused raised its event then, so look for it now.
-        readSoon()
     }
 
-    private func cancelReading() {
-        guard let readSource else { return }
-        if readingPaused { readSource.resume() }
+    private func stopReading() {
+        readingStopped = true
         readingPaused = false
-        readSource.cancel()
-        self.readSource = nil
         unhandledInput = []
+        updateInterest()
+    }
+
+    private func updateInterest() {
+        guard let registration, !isClosed else { return }
+        var wanted: EventLoop.Interest = []
+        if isReading { wanted.insert(.readable) }
+        if writeArmed { wanted.insert(.writable) }
+        guard wanted != interest else { return }
+        interest = wanted
+        server.loop.change(registration, to: wanted)
     }
 
     // MARK: Closing
@@ -313,27 +305,9 @@ final class Connection: SubscriptionOutput {
         isClosed = true
         for subscription in subscriptions.values { subscription.cancel() }
         subscriptions.removeAll()
-        cancelReading()
-        if let writeSource {
-            if !writeArmed { writeSource.resume() }
-            writeSource.cancel()
-            self.writeSource = nil
-        }
-        closeDescriptorIfUnwatched()
+        unhandledInput = []
+        if let registration { server.loop.stopWatching(registration) }
+        _ = Glibc.close(descriptor)
         server.connectionClosed(self)
-    }
-
-    private func watch(_ source: any DispatchSourceProtocol) {
-        liveSources += 1
-        source.setCancelHandler { [self] in
-            MainActor.assumeIsolated {
-                liveSources -= 1
-                closeDescriptorIfUnwatched()
-            }
-        }
-    }
-
-    private func closeDescriptorIfUnwatched() {
-        if isClosed, liveSources == 0 { _ = Glibc.close(descriptor) }
     }
 }

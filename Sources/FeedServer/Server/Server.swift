@@ -1,4 +1,3 @@
-import Dispatch
 import FeedEngine
 import FeedKit
 import Glibc
@@ -9,9 +8,10 @@ public final class Server {
     public var settings: ServerSettings
     let directory: FeedDirectory
     let logger: Logger
+    let loop: EventLoop
     private let startedAt = ContinuousClock.now
-    private var listener: DispatchSourceRead?
     private var listeningDescriptor: Int32 = -1
+    private var listener: EventLoop.Registration?
     private var connections: [ObjectIdentifier: Connection] = [:]
     private var isShuttingDown = false
     private var onDrained: (() -> Void)?
@@ -20,10 +20,11 @@ public final class Server {
     /// Called when the number of clients changes, for systemd's STATUS line.
     public var onClientsChange: (() -> Void)?
 
-    public init(directory: FeedDirectory, settings: ServerSettings, logger: Logger) {
+    public init(directory: FeedDirectory, settings: ServerSettings, logger: Logger, loop: EventLoop) {
         self.directory = directory
         self.settings = settings
         self.logger = logger
+        self.loop = loop
     }
 
     public var clientCount: Int { connections.count }
@@ -33,10 +34,7 @@ public final class Server {
         listeningDescriptor = descriptor
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-        let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: .main)
-        source.setEventHandler { [unowned self] in MainActor.assumeIsolated { self.acceptPending() } }
-        listener = source
-        source.resume()
+        listener = loop.watch(descriptor, for: .readable) { [unowned self] _ in self.acceptPending() }
     }
 
     private func acceptPending() {
@@ -45,12 +43,24 @@ public final class Server {
             let descriptor = accept(listeningDescriptor, nil, nil)
             guard descriptor >= 0 else {
                 if errno == EINTR || errno == ECONNABORTED { continue }
-                if errno == EMFILE || errno == ENFILE { logger.error("cannot accept a connection: \(UnixSocket.lastError())") }
+                if errno == EMFILE || errno == ENFILE { pauseAccepting() }
                 return
             }
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
             admit(descriptor)
+        }
+    }
+
+    /// Out of descriptors: the waiting connection stays queued and the listener stays readable,
+    /// so stop watching it for a moment rather than spin (and log) until a descriptor is free.
+    private func pauseAccepting() {
+        guard let listener else { return }
+        logger.error("cannot accept a connection: \(UnixSocket.lastError()); trying again in 100 ms")
+        loop.change(listener, to: [])
+        Task {
+            try? await Task.sleep(for: .milliseconds(100))
+            self.loop.change(listener, to: .readable)
         }
     }
 
