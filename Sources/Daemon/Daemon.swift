@@ -54,7 +54,7 @@ final class Daemon {
 
         let store = openConsumerStore(configuration.daemon)
         let listeningDescriptor = openListeningSocket(configuration.daemon)
-        let directory = FeedDirectory(store: store, logger: logger)
+        let directory = FeedDirectory(store: store, encoder: PageLineEncoder(), logger: logger)
         self.directory = directory
         directory.apply(configuration.feeds)
         let server = Server(directory: directory, settings: ServerSettings(daemon: configuration.daemon), logger: logger, loop: loop)

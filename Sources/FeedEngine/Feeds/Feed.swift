@@ -3,8 +3,9 @@ import FeedKit
 /// One configured feed at run time: its page cache, its single upstream fetcher and its subscriptions.
 ///
 /// Everything here runs on the main actor, so the cache, the positions of every subscription and
-/// the fetch state have one owner. Only the adapter's `fetch` runs elsewhere; its result comes back
-/// here tagged with the generation it was started in, and a stale one is dropped.
+/// the fetch state have one owner. Only the adapter's `fetch` and the encoding of its page run
+/// elsewhere; the page comes back here tagged with the generation it was started in, and a stale
+/// one is dropped.
 ///
 /// Fetching is demand-driven: the feed fetches the lowest page that some subscription wants
 /// (see ``Subscription/wantedPages(prefetch:)``) and is not cached, one request at a time, so any
@@ -15,6 +16,7 @@ public final class Feed {
     public let settings: FeedSettings
     public var name: String { settings.name }
     let adapter: any SourceAdapter
+    private let encoder: any PageEncoder
     let logger: Logger
     /// Where consumer cursors and the generation are kept; nil runs without durable state.
     let store: ConsumerStore?
@@ -39,9 +41,10 @@ public final class Feed {
     public private(set) var fetchedPages = 0
     public private(set) var upstreamRequests = 0
 
-    init(definition: FeedDefinition, store: ConsumerStore?, logger: Logger) {
+    init(definition: FeedDefinition, store: ConsumerStore?, encoder: any PageEncoder, logger: Logger) {
         settings = definition.settings
         adapter = definition.adapter
+        self.encoder = encoder
         self.store = store
         self.logger = logger.labelled("feed \(definition.settings.name)")
         generation = store?.generations[definition.settings.name] ?? 1
@@ -275,25 +278,22 @@ public final class Feed {
 
     private func startFetch(page number: Int, request: PageRequest) {
         upstreamRequests += 1
-        let adapter = adapter
-        let generation = generation
+        let fetch = PageFetch(
+            adapter: adapter, encoder: encoder, feed: name, generation: generation, number: number, request: request, wrap: settings.wrap)
         upstreamTask = Task {
-            let result: Result<FetchResult, any Error>
-            do {
-                result = .success(try await adapter.fetch(request))
-            } catch {
-                result = .failure(error)
-            }
-            self.finishFetch(page: number, request: request, generation: generation, result: result)
+            let result = await fetch.run()
+            self.finishFetch(fetch, result: result)
         }
     }
 
-    private func finishFetch(page number: Int, request: PageRequest, generation: Int, result: Result<FetchResult, any Error>) {
-        guard generation == self.generation, !Task.isCancelled else { return }
+    private func finishFetch(_ fetch: PageFetch, result: Result<PageFetch.Outcome, any Error>) {
+        let number = fetch.number
+        let request = fetch.request
+        guard fetch.generation == generation, !Task.isCancelled else { return }
         upstreamTask = nil
         switch result {
-        case .success(.page(let items, let next)):
-            store(page: number, items: items, next: next, request: request)
+        case .success(.page(let page, let next)):
+            store(page, next: next, request: request)
         case .success(.notYet):
             caughtUpAt = number
             recovered()
@@ -304,19 +304,19 @@ public final class Feed {
         }
     }
 
-    private func store(page number: Int, items: [Item], next: NextPage, request: PageRequest) {
+    private func store(_ page: Page, next: NextPage, request: PageRequest) {
+        let number = page.number
         fetchedPages += 1
         if caughtUpAt == number { caughtUpAt = nil }
         switch next {
         case .more(let token):
             sourceCursors[number + 1] = PageRequest(page: request.page + 1, token: token, generation: generation)
-        case .end where settings.wrap && !(items.isEmpty && request.page == 1):
+        case .end where !page.isLast:
             sourceCursors[number + 1] = PageRequest(page: 1, token: nil, generation: generation)
         case .end:
             lastPage = number
         }
-        let isLast = lastPage == number
-        cache[number] = Page(feed: name, generation: generation, number: number, items: items, isLast: isLast)
+        cache[number] = page
         recovered()
         pumpAll()
     }
@@ -382,6 +382,40 @@ public final class Feed {
         if health.state != .ok, newHealth.state == .ok { logger.notice("upstream recovered") }
         health = newHealth
         onHealthChange?()
+    }
+}
+
+/// One upstream request, run off the main actor together with encoding its page, so the main
+/// actor only files the outcome and neither parsing nor encoding holds up its replies.
+private struct PageFetch: Sendable {
+    let adapter: any SourceAdapter
+    let encoder: any PageEncoder
+    let feed: String
+    let generation: Int
+    let number: Int
+    let request: PageRequest
+    /// The feed's `wrap`: after the source's last page it starts over, unless it is empty.
+    let wrap: Bool
+
+    enum Outcome {
+        case page(Page, next: NextPage)
+        case notYet
+    }
+
+    func run() async -> Result<Outcome, any Error> {
+        do {
+            switch try await adapter.fetch(request) {
+            case .notYet:
+                return .success(.notYet)
+            case .page(let items, let next):
+                let startsOver = wrap && !(items.isEmpty && request.page == 1)
+                let isLast = next == .end && !startsOver
+                let page = Page(feed: feed, generation: generation, number: number, items: items, isLast: isLast, encoder: encoder)
+                return .success(.page(page, next: next))
+            }
+        } catch {
+            return .failure(error)
+        }
     }
 }
 

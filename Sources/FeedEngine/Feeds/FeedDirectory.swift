@@ -5,14 +5,16 @@ import FeedKit
 public final class FeedDirectory {
     public private(set) var feeds: [String: Feed] = [:]
     private let logger: Logger
+    private let encoder: any PageEncoder
     /// Consumer cursors and generations; feeds outlive reloads here, so cursors of a removed
     /// feed are still there when it comes back.
     public let store: ConsumerStore?
     /// Called when any feed's health changes, or feeds come and go.
     public var onChange: (() -> Void)?
 
-    public init(store: ConsumerStore?, logger: Logger) {
+    public init(store: ConsumerStore?, encoder: any PageEncoder, logger: Logger) {
         self.store = store
+        self.encoder = encoder
         self.logger = logger
     }
 
@@ -34,7 +36,7 @@ public final class FeedDirectory {
             let name = definition.settings.name
             let existing = feeds[name]
             if let existing, existing.settings == definition.settings { continue }
-            let feed = Feed(definition: definition, store: store, logger: logger)
+            let feed = Feed(definition: definition, store: store, encoder: encoder, logger: logger)
             feed.onHealthChange = { [weak self] in self?.onChange?() }
             feeds[name] = feed
             if let existing {

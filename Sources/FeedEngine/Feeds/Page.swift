@@ -1,8 +1,7 @@
 import FeedKit
 
-/// A fetched page as the feed caches it: fetched once, shared by every subscriber.
-@MainActor
-public final class Page {
+/// A fetched page as the feed caches it: fetched once, encoded once, shared by every subscriber.
+public final class Page: Sendable {
     public let feed: String
     public let generation: Int
     /// The feed's page number (which keeps counting on a `wrap` feed when the source starts over).
@@ -10,17 +9,24 @@ public final class Page {
     public let items: [Item]
     /// The source says no page follows this one.
     public let isLast: Bool
-    /// The server's encoding of this page, kept here so every subscriber is sent the same bytes
-    /// and the page is encoded at most once.
-    public var encoded: SharedBytes?
+    /// The page as every subscriber is sent it (but for the line's closing).
+    public let encoded: SharedBytes
 
-    init(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) {
+    init(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool, encoder: any PageEncoder) {
         self.feed = feed
         self.generation = generation
         self.number = number
         self.items = items
         self.isLast = isLast
+        encoded = encoder.encode(feed: feed, generation: generation, number: number, items: items, isLast: isLast)
     }
+}
+
+/// Writes pages the way the server sends them. A feed encodes each page as it arrives from
+/// upstream, off the main actor, so no reply and no fan-out waits for JSON work.
+public protocol PageEncoder: Sendable {
+    /// The page's line up to, not including, its closing brace: a reply's id goes there.
+    func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes
 }
 
 /// What a subscription's connection is told, besides the pages themselves.

@@ -115,17 +115,20 @@ extension Message {
         return line.line(replyTo: nil)
     }
 
-    /// A page's line without its closing brace, built once per page and kept on the page.
-    @MainActor
-    static func pageBody(_ page: Page) -> SharedBytes {
-        if let encoded = page.encoded { return encoded }
-        var line = Message(type: "page", capacity: 256 + page.items.count * 256)
-        line.field("feed", page.feed)
-        line.field("generation", page.generation)
-        line.field("page", page.number)
+}
+
+/// The `page` line of SPEC §5, for the feeds to encode each page with once.
+public struct PageLineEncoder: PageEncoder {
+    public init() {}
+
+    public func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes {
+        var line = Message(type: "page", capacity: 256 + items.count * 256)
+        line.field("feed", feed)
+        line.field("generation", generation)
+        line.field("page", number)
         line.field("items") { writer in
             writer.raw(UInt8(ascii: "["))
-            for (index, item) in page.items.enumerated() {
+            for (index, item) in items.enumerated() {
                 if index > 0 { writer.raw(UInt8(ascii: ",")) }
                 writer.raw("{\"id\":")
                 writer.string(item.id)
@@ -135,9 +138,7 @@ extension Message {
             }
             writer.raw(UInt8(ascii: "]"))
         }
-        line.field("last", page.isLast)
-        let body = SharedBytes(line.openBody())
-        page.encoded = body
-        return body
+        line.field("last", isLast)
+        return SharedBytes(line.openBody())
     }
 }

@@ -165,8 +165,7 @@ final class Connection: SubscriptionOutput {
     func receive(_ event: SubscriptionEvent, from subscription: Subscription) {
         switch event {
         case .page(let page, let replyTo):
-            let body = Message.pageBody(page)
-            output.append(body)
+            output.append(page.encoded)
             output.append(replyTo.map { SharedBytes(Message.closing(replyTo: $0)) } ?? Message.sharedPlainClosing, endsPage: true)
             flush()
         case .end(let feed, let page, let replyTo):
