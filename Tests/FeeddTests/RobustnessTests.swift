@@ -199,6 +199,18 @@ import TestSupport
         #expect(try Self.clientsOnceOthersLeave(watcher) == 1)
     }
 
+    /// `printf 'next numbers 2\n' | socat - UNIX-CONNECT:…`: the client stops sending at once,
+    /// is answered, and is let go then, not when it gives up waiting.
+    @Test func a_client_that_stops_sending_is_answered_then_let_go() throws {
+        let daemon = try ProtocolTests.numbersFeed()
+        let client = try daemon.connect()
+        try client.send("next numbers 2")
+        client.connection.finishSending()
+        let messages = try client.readUntilClosed(timeout: .seconds(5))
+        #expect(messages.map { $0["type"]?.stringValue } == ["subscribed", "page", "page"])
+        #expect(JSONValue.pageNumbers(messages) == [1, 2])
+    }
+
     /// A client gone while its `next` waits for the upstream can never be answered: it is let go
     /// at once, not when the page finally comes (here after 20 s).
     @Test func a_client_that_hangs_up_while_waiting_for_a_page_is_let_go_at_once() throws {

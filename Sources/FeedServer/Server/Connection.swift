@@ -211,7 +211,8 @@ final class Connection: SubscriptionOutput {
         guard !isClosed, !writeArmed else { return }
         switch output.flush(to: descriptor) {
         case .drained:
-            break
+            // A client that stopped sending leaves once its last answer is out.
+            if inputEnded { closeIfFinished() }
         case .wouldBlock:
             armWriting()
         case .failed:
