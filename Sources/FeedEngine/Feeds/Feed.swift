@@ -100,7 +100,10 @@ public final class Feed {
         fetchIfNeeded()
     }
 
+    /// Pages are queued a window at a time and written together, so a subscriber catching up on
+    /// cached pages costs one write per window, not one per page.
     private func deliver(to subscription: Subscription) {
+        defer { subscription.output?.flush() }
         while subscription.wantsPage, subscriptions[ObjectIdentifier(subscription)] != nil {
             let number = subscription.position + 1
             if let lastPage, number > lastPage {
@@ -111,7 +114,11 @@ public final class Feed {
                 if caughtUpAt == number { answerEnd(subscription, at: number - 1) }
                 return
             }
-            guard subscription.output?.canTakePage == true else { return }
+            guard let output = subscription.output else { return }
+            if !output.canTakePage {
+                output.flush()
+                guard output.canTakePage else { return }
+            }
             let replyTo = subscription.pendingNexts.first?.replyTo
             if !subscription.pendingNexts.isEmpty {
                 subscription.pendingNexts[0].remaining -= 1

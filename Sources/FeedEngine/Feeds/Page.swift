@@ -52,5 +52,8 @@ public protocol SubscriptionOutput: AnyObject {
     /// False while the connection already holds as many unsent pages as it may; the feed then
     /// stops advancing this subscription until ``Feed/pump(_:)`` is called again.
     var canTakePage: Bool { get }
+    /// Pages are queued, to go out together at the next ``flush()``; other events go out at once.
     func receive(_ event: SubscriptionEvent, from subscription: Subscription)
+    /// Writes what is queued, as far as the connection takes it now.
+    func flush()
 }

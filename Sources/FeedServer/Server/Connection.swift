@@ -167,7 +167,6 @@ final class Connection: SubscriptionOutput {
         case .page(let page, let replyTo):
             output.append(page.encoded)
             output.append(replyTo.map { SharedBytes(Message.closing(replyTo: $0)) } ?? Message.sharedPlainClosing, endsPage: true)
-            flush()
         case .end(let feed, let page, let replyTo):
             var line = Message(type: "end")
             line.field("feed", feed)
@@ -207,7 +206,7 @@ final class Connection: SubscriptionOutput {
         closeIfFinished()
     }
 
-    private func flush() {
+    func flush() {
         guard !isClosed, !writeArmed else { return }
         switch output.flush(to: descriptor) {
         case .drained:
