@@ -32,38 +32,39 @@ var redisSkipped: String?
 for run in 1...runs {
     FileHandle.standardError.write(Data("run \(run) of \(runs)…\n".utf8))
     if wanted("latency") {
-    let prefetched = try Scenarios.nextLatency(prefetch: 3, samples: 100, pause: .milliseconds(150))
-    record("next-page latency p50, prefetch 3, upstream 100 ms", "ms", prefetched.p50)
-    record("next-page latency p99, prefetch 3, upstream 100 ms", "ms", prefetched.p99)
-    let unprefetched = try Scenarios.nextLatency(prefetch: 0, samples: 30, pause: .milliseconds(10))
-    record("next-page latency p50, prefetch 0, upstream 100 ms", "ms", unprefetched.p50)
-    record("next-page latency p99, prefetch 0, upstream 100 ms", "ms", unprefetched.p99)
-    record("prefetch speed-up (p50 ratio)", "×", unprefetched.p50 / prefetched.p50)
+        let prefetched = try Scenarios.nextLatency(prefetch: 3, samples: 300, pause: .milliseconds(125))
+        record("next-page latency p50, prefetch 3, upstream 100 ms", "ms", prefetched.p50)
+        record("next-page latency p99, prefetch 3, upstream 100 ms", "ms", prefetched.p99)
+        record("daemon CPU per page (fetch, parse, encode, reply)", "ms", prefetched.cpuPerPage)
+        let unprefetched = try Scenarios.nextLatency(prefetch: 0, samples: 30, pause: .milliseconds(10))
+        record("next-page latency p50, prefetch 0, upstream 100 ms", "ms", unprefetched.p50)
+        record("next-page latency p99, prefetch 0, upstream 100 ms", "ms", unprefetched.p99)
+        record("prefetch speed-up (p50 ratio)", "×", unprefetched.p50 / prefetched.p50)
     }
     if wanted("fanout") {
-    let fanOut = try Scenarios.fanOut(subscribers: subscribers, pages: 40, latencyPages: 10)
-    record("fan-out to 1,000 followers: delivered", "MB/s", fanOut.bytesPerSecond / 1e6)
-    record("fan-out to 1,000 followers: page deliveries", "pages/s", fanOut.pageDeliveriesPerSecond)
-    record("fan-out: upstream answer to last follower (p50)", "ms", fanOut.publishToLastReceipt)
-    record("fan-out: page line size", "bytes", Double(fanOut.samplePage.count))
-    switch try RedisReference.fanOut(subscribers: subscribers, messages: 40, payload: fanOut.samplePage) {
-    case .success(let redisBytesPerSecond):
-        record("Redis pub/sub, same page, 1,000 subscribers", "MB/s", redisBytesPerSecond / 1e6)
-        record("feedd / Redis delivered bytes ratio", "×", fanOut.bytesPerSecond / redisBytesPerSecond)
-    case .failure(let reason):
-        redisSkipped = reason.description
-    }
+        let fanOut = try Scenarios.fanOut(subscribers: subscribers, pages: 40, latencyPages: 20)
+        record("fan-out to 1,000 followers: delivered", "MB/s", fanOut.bytesPerSecond / 1e6)
+        record("fan-out to 1,000 followers: page deliveries", "pages/s", fanOut.pageDeliveriesPerSecond)
+        record("fan-out: upstream answer to last follower (p50)", "ms", fanOut.publishToLastReceipt)
+        record("fan-out: page line size", "bytes", Double(fanOut.samplePage.count))
+        switch try RedisReference.fanOut(subscribers: subscribers, messages: 40, payload: fanOut.samplePage) {
+        case .success(let redisBytesPerSecond):
+            record("Redis pub/sub, same page, 1,000 subscribers", "MB/s", redisBytesPerSecond / 1e6)
+            record("feedd / Redis delivered bytes ratio", "×", fanOut.bytesPerSecond / redisBytesPerSecond)
+        case .failure(let reason):
+            redisSkipped = reason.description
+        }
     }
     if wanted("idle") {
-    let idle = try Scenarios.idleConnections(10_000)
-    record("10,000 idle connections: RssAnon per connection", "KiB", idle.perConnection)
-    record("idle daemon RssAnon", "MiB", idle.idleAnon)
-    record("idle daemon RSS", "MiB", idle.idleRSS)
+        let idle = try Scenarios.idleConnections(10_000)
+        record("10,000 idle connections: RssAnon per connection", "KiB", idle.perConnection)
+        record("idle daemon RssAnon", "MiB", idle.idleAnon)
+        record("idle daemon RSS", "MiB", idle.idleRSS)
     }
     if wanted("sharing") {
-    let sharing = try Scenarios.upstreamSharing(clients: 100, pages: 20)
-    record("100 clients, 20 pages: upstream requests per distinct page", "", sharing.perDistinctPage)
-    record("100 clients, 20 pages: upstream requests per page delivered", "", sharing.perDelivery)
+        let sharing = try Scenarios.upstreamSharing(clients: 100, pages: 20)
+        record("100 clients, 20 pages: upstream requests per distinct page", "", sharing.perDistinctPage)
+        record("100 clients, 20 pages: upstream requests per page delivered", "", sharing.perDelivery)
     }
 }
 

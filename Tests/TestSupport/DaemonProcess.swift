@@ -81,6 +81,17 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     /// A value from /proc/PID/status in kB, such as `RssAnon` or `VmRSS`.
+    /// The CPU time the daemon has used so far, user and system, in seconds.
+    public func cpuSeconds() throws -> Double {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        // Fields after the command name, which is in parentheses and may hold spaces: utime and
+        // stime are the 12th and 13th of them.
+        guard let afterName = stat.split(separator: ")").last?.split(separator: " "), afterName.count > 12,
+              let user = Double(afterName[11]), let system = Double(afterName[12])
+        else { throw TestFailure("cannot read /proc/\(pid)/stat") }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     public func memory(_ field: String) throws -> Int {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
         for line in status.split(separator: "\n") where line.hasPrefix("\(field):") {
