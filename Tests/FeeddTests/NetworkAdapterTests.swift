@@ -101,6 +101,7 @@ import TestSupport
         ("HTTP 404", .status(404)),
         ("an error body", .errorBody),
         ("truncated JSON", .truncatedJSON),
+        ("a body over 64 MiB", .oversizedBody),
         ("a connection closed without a response", .closeWithoutResponse),
         ("a hang past the timeout", .hang),
         ("latency", .latency(.milliseconds(400))),
@@ -125,6 +126,9 @@ import TestSupport
             for notice in notices {
                 #expect(notice["type"] == "error" && notice["code"] == "upstream" && notice["feed"] == "users" && notice["id"] == 1)
                 #expect(notice["retry_in_ms"]?.integerValue != nil)
+            }
+            if case .oversizedBody = fault {
+                #expect(notices.allSatisfy { $0["message"]?.stringValue?.hasSuffix("the response body is larger than 64 MiB") == true })
             }
             if case .status(_, let retryAfter?) = fault {
                 #expect(notices.allSatisfy { ($0["retry_in_ms"]?.integerValue ?? 0) >= Int64(retryAfter)! * 1000 }, "Retry-After honoured past retry_max_delay")

@@ -12,7 +12,8 @@ import Synchronization
 /// Connections to an upstream are kept and reused, bodies may come compressed, and redirects are
 /// followed over http and https only. Make one per process: its thread lives as long as it does.
 public final class CurlTransport: HTTPTransport {
-    /// A larger body fails its request instead of growing the daemon without bound.
+    /// A larger body is rejected (retried at the slowest rate, like a body that does not decode)
+    /// instead of growing the daemon without bound.
     public static let maximumBodyBytes = 64 << 20
 
     private let multi: MultiHandle
@@ -194,10 +195,13 @@ private final class Transfer {
     }
 
     func finish(_ result: CURLcode) {
+        if bodyTooLarge {
+            let limit = CurlTransport.maximumBodyBytes >> 20
+            request.continuation.resume(throwing: SourceError.rejected("GET \(request.url): the response body is larger than \(limit) MiB"))
+            return
+        }
         guard result == CURLE_OK else {
-            let detail = bodyTooLarge
-                ? "the response body is larger than \(CurlTransport.maximumBodyBytes >> 20) MiB"
-                : errorText[0] != 0 ? String(cString: errorText) : String(cString: curl_easy_strerror(result))
+            let detail = errorText[0] != 0 ? String(cString: errorText) : String(cString: curl_easy_strerror(result))
             request.continuation.resume(throwing: HTTPTransportError(description: detail))
             return
         }
