@@ -1,4 +1,3 @@
-import Dispatch
 import FeedEngine
 import FeedKit
 import FeedServer
