@@ -13,32 +13,31 @@ import Glibc
 /// the next turn, after every other ready descriptor had its turn.
 @MainActor
 public final class EventLoop {
-    public struct Interest: OptionSet, Sendable {
-        public let rawValue: UInt32
-        public init(rawValue: UInt32) { self.rawValue = rawValue }
+    struct Interest: OptionSet, Sendable {
+        let rawValue: UInt32
 
-        public static let readable = Interest(rawValue: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
-        public static let writable = Interest(rawValue: EPOLLOUT.rawValue)
+        static let readable = Interest(rawValue: EPOLLIN.rawValue | EPOLLRDHUP.rawValue)
+        static let writable = Interest(rawValue: EPOLLOUT.rawValue)
     }
 
     /// What epoll reported for one descriptor.
-    public struct Readiness: Sendable {
+    struct Readiness: Sendable {
         let events: UInt32
 
-        public var isReadable: Bool { events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue) != 0 }
-        public var isWritable: Bool { events & EPOLLOUT.rawValue != 0 }
+        var isReadable: Bool { events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue) != 0 }
+        var isWritable: Bool { events & EPOLLOUT.rawValue != 0 }
         /// The peer is gone or the socket failed; reported whatever the interest.
-        public var isHangUp: Bool { events & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 }
+        var isHangUp: Bool { events & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 }
     }
 
     /// A registered descriptor; its token is never reused, so an event that was already
     /// collected for a descriptor closed meanwhile (whose number a new socket may have) is dropped.
-    public struct Registration: Sendable {
+    struct Registration: Sendable {
         fileprivate let token: UInt64
         fileprivate let descriptor: Int32
     }
 
-    public typealias Handler = @MainActor (Readiness) -> Void
+    typealias Handler = @MainActor (Readiness) -> Void
 
     private let epoll: Int32
     private let mainQueue: Int32
@@ -55,7 +54,7 @@ public final class EventLoop {
     }
 
     /// Calls `handler` on the main actor whenever `descriptor` is ready for `interest`.
-    public func watch(_ descriptor: Int32, for interest: Interest, handler: @escaping Handler) -> Registration {
+    func watch(_ descriptor: Int32, for interest: Interest, handler: @escaping Handler) -> Registration {
         let registration = Registration(token: nextToken, descriptor: descriptor)
         nextToken += 1
         handlers[registration.token] = handler
@@ -63,12 +62,12 @@ public final class EventLoop {
         return registration
     }
 
-    public func change(_ registration: Registration, to interest: Interest) {
+    func change(_ registration: Registration, to interest: Interest) {
         control(EPOLL_CTL_MOD, registration, interest)
     }
 
     /// Forgets the descriptor; call it before closing the descriptor.
-    public func stopWatching(_ registration: Registration) {
+    func stopWatching(_ registration: Registration) {
         handlers[registration.token] = nil
         _ = epoll_ctl(epoll, EPOLL_CTL_DEL, registration.descriptor, nil)
     }
