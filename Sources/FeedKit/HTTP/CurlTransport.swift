@@ -157,7 +157,8 @@ private final class Transfer {
         feedd_curl_set_pointer(easy, CURLOPT_WRITEDATA, context)
         feedd_curl_set_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
             let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-            return transfer.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
+            let bytes = UnsafeRawPointer(data!).assumingMemoryBound(to: UInt8.self)
+            return transfer.receiveBody(UnsafeBufferPointer(start: bytes, count: size * count)) ? size * count : 0
         }
         feedd_curl_set_pointer(easy, CURLOPT_HEADERDATA, context)
         feedd_curl_set_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
@@ -173,7 +174,7 @@ private final class Transfer {
         errorText.deallocate()
     }
 
-    private func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    private func receiveBody(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard body.count + bytes.count <= CurlTransport.maximumBodyBytes else {
             bodyTooLarge = true
             return false
