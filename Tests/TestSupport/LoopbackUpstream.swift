@@ -68,11 +68,16 @@ public final class LoopbackUpstream: @unchecked Sendable {
         startAccepting()
     }
 
+    /// The accepting thread owns the listening descriptor and closes it when it ends: were
+    /// ``stop()`` to close it, a thread not yet started (or between two accepts) would call accept
+    /// on a descriptor number already reused by another test's listener, and serve its requests.
     private func startAccepting() {
         let listening = listener
         Thread.detachNewThread { [weak self] in
+            defer { close(listening) }
             while true {
                 let client = accept(listening, nil, nil)
+                if client < 0, errno == EINTR || errno == ECONNABORTED { continue }
                 guard client >= 0 else { return }
                 guard let self else { close(client); return }
                 Thread.detachNewThread { self.serve(client) }
@@ -91,7 +96,7 @@ public final class LoopbackUpstream: @unchecked Sendable {
         stopped = true
         condition.broadcast()
         condition.unlock()
-        if !wasStopped { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+        if !wasStopped { shutdown(listener, Int32(SHUT_RDWR)) }
     }
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }

@@ -22,12 +22,14 @@ public final class NotifyListener: @unchecked Sendable {
 
     deinit {
         shutdown(descriptor, Int32(SHUT_RDWR))
-        close(descriptor)
     }
 
+    /// The reading thread owns the descriptor and closes it when it ends, so it never reads from
+    /// a descriptor number that another test's socket has taken over.
     private func startReading() {
         let descriptor = descriptor
         Thread.detachNewThread { [weak self] in
+            defer { close(descriptor) }
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
                 let count = recv(descriptor, &buffer, buffer.count, 0)
