@@ -65,7 +65,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["FeedClient", "FeedKit"], path: "Tests/TestSupport"),
         // The benchmark: the real daemon against a loopback upstream (swift run -c release feedd-bench).
         .executableTarget(name: "FeeddBench", dependencies: ["TestSupport", "FeedClient", "FeedKit"], path: "Benchmarks/FeeddBench"),
-        .testTarget(name: "FeedKitTests", dependencies: ["FeedKit"]),
+        .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),
         .testTarget(name: "FileAdapterTests", dependencies: ["FileAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "RandomUserAdapterTests", dependencies: ["RandomUserAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "S3FeedAdapterTests", dependencies: ["S3FeedAdapter", "FeedKit", "TestSupport"]),

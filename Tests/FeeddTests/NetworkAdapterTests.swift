@@ -136,29 +136,6 @@ import TestSupport
         #expect(Set(pages) == ["1", "2", "3"])
     }
 
-    /// Its own test, with a timeout long enough to send 64 MiB under a sanitizer.
-    @Test func a_body_over_64_mib_is_rejected_and_the_page_asked_for_again() throws {
-        let upstream = try LoopbackUpstream()
-        let daemon = try Self.daemon(upstream, feeds: """
-            [feeds.users]
-            source = "randomuser"
-            url = "UPSTREAM/api/"
-            results = 3
-            seed = "s"
-            prefetch = 0
-            retry_max_delay = "300ms"
-            timeout = "60s"
-            """)
-        upstream.inject(.oversizedBody, times: 1)
-        let client = try daemon.connect()
-        try client.send("next users")
-        try client.expect("subscribed")
-        let (notices, page) = try client.read(until: "page", timeout: .seconds(60))
-        #expect(notices.count == 1 && notices.first?["code"] == "upstream")
-        #expect(notices.first?["message"]?.stringValue?.hasSuffix("the response body is larger than 64 MiB") == true)
-        #expect(page["page"] == 1 && page["items"]?.arrayValue?.first?["id"] == "s-1-0")
-    }
-
     @Test func a_failing_feed_shows_its_state_and_last_error_in_status() throws {
         let upstream = try LoopbackUpstream()
         let daemon = try Self.users(upstream, "seed = \"s\"\nprefetch = 0")

@@ -20,8 +20,8 @@ public final class LoopbackUpstream: @unchecked Sendable {
         case errorBody
         /// The first half of the real body.
         case truncatedJSON
-        /// A 200 body one byte longer than feedd takes (``CurlTransport/maximumBodyBytes``).
-        case oversizedBody
+        /// A 200 body of this many spaces.
+        case body(bytes: Int)
         /// Close the connection without a response.
         case closeWithoutResponse
         /// Accept and never answer (until the server stops).
@@ -191,8 +191,8 @@ public final class LoopbackUpstream: @unchecked Sendable {
         case .truncatedJSON?:
             let (status, body) = route(path, query)
             respond(client, (status, Array(body.prefix(body.count / 2))))
-        case .oversizedBody?:
-            respond(client, (200, [UInt8](repeating: UInt8(ascii: " "), count: CurlTransport.maximumBodyBytes + 1)))
+        case .body(let count)?:
+            respond(client, (200, [UInt8](repeating: UInt8(ascii: " "), count: count)))
         case .closeWithoutResponse?:
             return
         case .hang?:

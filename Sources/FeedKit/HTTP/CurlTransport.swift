@@ -14,13 +14,14 @@ import Synchronization
 public final class CurlTransport: HTTPTransport {
     /// A larger body is rejected (retried at the slowest rate, like a body that does not decode)
     /// instead of growing the daemon without bound.
-    public static let maximumBodyBytes = 64 << 20
+    public let maximumBodyBytes: Int
 
     private let multi: MultiHandle
     private let inbox = Mutex<[Request]>([])
 
-    public init() {
+    public init(maximumBodyBytes: Int = 64 << 20) {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        self.maximumBodyBytes = maximumBodyBytes
         multi = MultiHandle()
         let thread = Thread { [self] in run() }
         thread.name = "feedd-http"
@@ -31,7 +32,9 @@ public final class CurlTransport: HTTPTransport {
         let cancellation = Cancellation()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let request = Request(url: url.absoluteString, timeout: timeout, cancellation: cancellation, continuation: continuation)
+                let request = Request(
+                    url: url.absoluteString, timeout: timeout, maximumBodyBytes: maximumBodyBytes, cancellation: cancellation,
+                    continuation: continuation)
                 inbox.withLock { $0.append(request) }
                 multi.wakeUp()
             }
@@ -78,6 +81,7 @@ public struct HTTPTransportError: Error, CustomStringConvertible {
 private struct Request: Sendable {
     let url: String
     let timeout: Duration
+    let maximumBodyBytes: Int
     let cancellation: Cancellation
     let continuation: CheckedContinuation<HTTPResponse, any Error>
 }
@@ -175,7 +179,7 @@ private final class Transfer {
     }
 
     private func receiveBody(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard body.count + bytes.count <= CurlTransport.maximumBodyBytes else {
+        guard body.count + bytes.count <= request.maximumBodyBytes else {
             bodyTooLarge = true
             return false
         }
@@ -197,8 +201,9 @@ private final class Transfer {
 
     func finish(_ result: CURLcode) {
         if bodyTooLarge {
-            let limit = CurlTransport.maximumBodyBytes >> 20
-            request.continuation.resume(throwing: SourceError.rejected("GET \(request.url): the response body is larger than \(limit) MiB"))
+            let limit = request.maximumBodyBytes
+            let size = limit % (1 << 20) == 0 ? "\(limit >> 20) MiB" : "\(limit) bytes"
+            request.continuation.resume(throwing: SourceError.rejected("GET \(request.url): the response body is larger than \(size)"))
             return
         }
         guard result == CURLE_OK else {

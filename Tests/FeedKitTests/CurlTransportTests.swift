@@ -1,0 +1,44 @@
+import FeedKit
+import Foundation
+import Testing
+import TestSupport
+
+/// The HTTP layer against a real server on 127.0.0.1, with a small body limit so the limit's
+/// edge costs kilobytes rather than the daemon's 64 MiB.
+@Suite struct CurlTransportTests {
+    static let transport = CurlTransport(maximumBodyBytes: 4096)
+
+    func get(_ upstream: LoopbackUpstream) async throws(SourceError) -> HTTPResponse {
+        try await HTTPSource(transport: Self.transport, timeout: .seconds(10)).get(URL(string: "\(upstream.baseURL)/api/?results=1")!)
+    }
+
+    @Test func a_body_at_the_limit_is_taken_whole() async throws {
+        let upstream = try LoopbackUpstream()
+        upstream.inject(.body(bytes: 4096), times: 1)
+        let response = try await get(upstream)
+        #expect(response.status == 200 && response.body.count == 4096)
+        #expect(response.headers["content-type"] == "application/json")
+    }
+
+    @Test func a_body_over_the_limit_is_rejected_with_the_url_and_the_limit() async throws {
+        let upstream = try LoopbackUpstream()
+        upstream.inject(.body(bytes: 4097), times: 1)
+        await #expect(throws: SourceError.rejected("GET \(upstream.baseURL)/api/?results=1: the response body is larger than 4096 bytes")) {
+            try await get(upstream)
+        }
+        #expect(try await get(upstream).status == 200, "the next request is served as usual")
+    }
+
+    @Test func a_refused_connection_is_a_transient_failure_naming_the_url() async throws {
+        let upstream = try LoopbackUpstream()
+        let url = "\(upstream.baseURL)/api/?results=1"
+        upstream.stop()
+        do {
+            _ = try await get(upstream)
+            Issue.record("a stopped upstream answered")
+        } catch {
+            #expect(error.kind == .transient)
+            #expect(error.message.hasPrefix("GET \(url): "))
+        }
+    }
+}
