@@ -136,6 +136,26 @@ import TestSupport
         #expect(Set(pages) == ["1", "2", "3"])
     }
 
+    /// libcurl takes `http_proxy` from feedd's environment, as the README says: the feed's own
+    /// upstream is gone, and the page still comes, through the proxy.
+    @Test func the_upstream_is_reached_through_http_proxy_from_the_environment() throws {
+        let proxy = try LoopbackUpstream()
+        let gone = try LoopbackUpstream()
+        gone.stop()
+        let daemon = try DaemonProcess(config: """
+            [feeds.users]
+            source = "randomuser"
+            url = "\(gone.baseURL)/api/"
+            results = 2
+            seed = "p"
+            """, environment: ["http_proxy": proxy.baseURL])
+        let client = try daemon.connect()
+        try client.send("next users")
+        let (_, page) = try client.read(until: "page")
+        #expect(page["items"]?.arrayValue?.map { $0["id"] } == ["p-1-0", "p-1-1"])
+        #expect(proxy.received.first?.path == "/api/")
+    }
+
     @Test func a_failing_feed_shows_its_state_and_last_error_in_status() throws {
         let upstream = try LoopbackUpstream()
         let daemon = try Self.users(upstream, "seed = \"s\"\nprefetch = 0")
