@@ -69,15 +69,19 @@ public final class FeedConnection {
                 return line
             }
             guard try waitReadable(until: deadline) else { throw FeedClientError("no reply from feedd within \(timeout!)") }
-            var chunk = [UInt8](repeating: 0, count: 65_536)
-            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            // Into uninitialised scratch space, not a fresh zeroed 64 KiB array per read: this
+            // client also times the daemon's replies in feedd-bench.
+            let count = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65_536) { chunk in
+                let count = recv(descriptor, chunk.baseAddress, chunk.count, 0)
+                if count > 0 { buffered.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[0..<count])) }
+                return count
+            }
             if count < 0 {
                 if errno == EINTR { continue }
                 if errno == ECONNRESET { return nil }
                 throw FeedClientError("cannot read from feedd: \(String(cString: strerror(errno)))")
             }
             if count == 0 { return nil }
-            buffered.append(contentsOf: chunk[0..<count])
         }
     }
 
