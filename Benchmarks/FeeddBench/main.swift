@@ -5,11 +5,12 @@ import TestSupport
 
 // feedd-bench: starts the real daemon (the release build beside this binary) against a loopback
 // upstream and prints each figure's median and spread over several runs.
-//   swift build -c release && .build/release/feedd-bench [RUNS] [latency] [fanout] [idle] [sharing]
+//   swift run -c release feedd-bench [RUNS] [latency] [fanout] [idle] [sharing]
 
-// `swift run -c release feedd-bench` builds the benchmark alone; measuring whatever feedd happens
-// to lie elsewhere (a debug build, an old one) would print wrong figures without a word. To
-// measure another build on purpose, name its directory in FEEDD_BINARY_DIR.
+// The package builds feedd with the benchmark (it is a dependency). A benchmark binary without
+// one beside it would otherwise measure whatever feedd lay elsewhere (a debug build, an old
+// one) without a word. To measure another build on purpose, name its directory in
+// FEEDD_BINARY_DIR.
 let ownDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
 if ProcessInfo.processInfo.environment["FEEDD_BINARY_DIR"] == nil, !FileManager.default.isExecutableFile(atPath: "\(ownDirectory)/feedd") {
     FileHandle.standardError.write(Data("feedd-bench: no feedd beside \(ownDirectory); run `swift build -c release` first\n".utf8))
