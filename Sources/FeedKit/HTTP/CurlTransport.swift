@@ -32,9 +32,7 @@ public final class CurlTransport: HTTPTransport {
         let cancellation = Cancellation()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let request = Request(
-                    url: url.absoluteString, timeout: timeout, maximumBodyBytes: maximumBodyBytes, cancellation: cancellation,
-                    continuation: continuation)
+                let request = Request(url: url.absoluteString, timeout: timeout, cancellation: cancellation, continuation: continuation)
                 inbox.withLock { $0.append(request) }
                 multi.wakeUp()
             }
@@ -53,7 +51,7 @@ public final class CurlTransport: HTTPTransport {
                     request.continuation.resume(throwing: CancellationError())
                     continue
                 }
-                let transfer = Transfer(request)
+                let transfer = Transfer(request, maximumBodyBytes: maximumBodyBytes)
                 transfers[transfer.easy] = transfer
                 multi.add(transfer.easy)
             }
@@ -81,7 +79,6 @@ public struct HTTPTransportError: Error, CustomStringConvertible {
 private struct Request: Sendable {
     let url: String
     let timeout: Duration
-    let maximumBodyBytes: Int
     let cancellation: Cancellation
     let continuation: CheckedContinuation<HTTPResponse, any Error>
 }
@@ -135,14 +132,16 @@ private final class MultiHandle: @unchecked Sendable {
 private final class Transfer {
     let request: Request
     let easy: UnsafeMutableRawPointer
+    private let maximumBodyBytes: Int
     private let requestHeaders: UnsafeMutablePointer<curl_slist>?
     private let errorText = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
     private var body: [UInt8] = []
     private var bodyTooLarge = false
     private var headers: [String: String] = [:]
 
-    init(_ request: Request) {
+    init(_ request: Request, maximumBodyBytes: Int) {
         self.request = request
+        self.maximumBodyBytes = maximumBodyBytes
         easy = curl_easy_init()
         errorText[0] = 0
         requestHeaders = curl_slist_append(nil, "Accept: application/json")
@@ -179,7 +178,7 @@ private final class Transfer {
     }
 
     private func receiveBody(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard body.count + bytes.count <= request.maximumBodyBytes else {
+        guard body.count + bytes.count <= maximumBodyBytes else {
             bodyTooLarge = true
             return false
         }
@@ -201,8 +200,7 @@ private final class Transfer {
 
     func finish(_ result: CURLcode) {
         if bodyTooLarge {
-            let limit = request.maximumBodyBytes
-            let size = limit % (1 << 20) == 0 ? "\(limit >> 20) MiB" : "\(limit) bytes"
+            let size = maximumBodyBytes % (1 << 20) == 0 ? "\(maximumBodyBytes >> 20) MiB" : "\(maximumBodyBytes) bytes"
             request.continuation.resume(throwing: SourceError.rejected("GET \(request.url): the response body is larger than \(size)"))
             return
         }

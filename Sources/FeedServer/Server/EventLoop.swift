@@ -24,8 +24,8 @@ public final class EventLoop {
     struct Readiness: Sendable {
         let events: UInt32
 
-        var isReadable: Bool { events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue) != 0 }
-        var isWritable: Bool { events & EPOLLOUT.rawValue != 0 }
+        var isReadable: Bool { events & Interest.readable.rawValue != 0 }
+        var isWritable: Bool { events & Interest.writable.rawValue != 0 }
         /// The peer is gone or the socket failed; reported whatever the interest.
         var isHangUp: Bool { events & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 }
     }
