@@ -196,7 +196,7 @@ import TestSupport
             let client = try daemon.connect()
             try client.connection.sendRaw(Array(lastWords.utf8))
         }
-        #expect(try Self.clientsOnceOthersLeave(watcher) == 1)
+        #expect(try watcher.clientsOnceOthersLeave() == 1)
     }
 
     /// `printf 'next numbers 2\n' | socat - UNIX-CONNECT:…`: the client stops sending at once,
@@ -229,17 +229,6 @@ import TestSupport
             try client.send("next users")
             try client.expect("subscribed")
         }
-        #expect(try Self.clientsOnceOthersLeave(watcher, within: .seconds(5)) == 1)
-    }
-
-    /// The `clients` count of `status`, polled until only `watcher` is left or `within` has passed.
-    private static func clientsOnceOthersLeave(_ watcher: TestClient, within: Duration = .seconds(10)) throws -> Int64 {
-        var clients: Int64 = .max
-        let deadline = ContinuousClock.now + within
-        while clients > 1, ContinuousClock.now < deadline {
-            clients = try watcher.request("status")["clients"]?.integerValue ?? -1
-            if clients > 1 { Thread.sleep(forTimeInterval: 0.02) }
-        }
-        return clients
+        #expect(try watcher.clientsOnceOthersLeave(within: .seconds(5)) == 1)
     }
 }

@@ -1,5 +1,6 @@
 import FeedClient
 import FeedKit
+import Foundation
 
 /// A socket client for tests: every read has a timeout and every helper says what it expected.
 public final class TestClient {
@@ -64,6 +65,18 @@ public final class TestClient {
         var messages: [JSONValue] = []
         while let message = try connection.readMessage(timeout: timeout) { messages.append(message) }
         return messages
+    }
+
+    /// The `clients` count of `status`, asked until this is the only client left or `within` has
+    /// passed (the daemon lets a client go on its own schedule, and says so only in `status`).
+    public func clientsOnceOthersLeave(within: Duration = .seconds(10)) throws -> Int64 {
+        var clients: Int64 = .max
+        let deadline = ContinuousClock.now + within
+        while clients > 1, ContinuousClock.now < deadline {
+            clients = try request("status")["clients"]?.integerValue ?? -1
+            if clients > 1 { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        return clients
     }
 
     /// Whether the daemon closed the connection (reading gives end of file) within `timeout`.
