@@ -33,6 +33,8 @@ public struct S3FeedSource: SourceAdapter {
         http = context.http
     }
 
+    public var pageAddressing: PageAddressing { .direct }
+
     public func fetch(_ request: PageRequest) async throws -> FetchResult {
         if request.token == Self.recheckToken, request.page > 1 {
             let previous = try await page(request.page - 1)

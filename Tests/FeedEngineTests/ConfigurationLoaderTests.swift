@@ -5,7 +5,7 @@ import Testing
 @testable import FeedEngine
 
 @Suite struct ConfigurationLoaderTests {
-    let loader = ConfigurationLoader(registry: AdapterRegistry([FileSource.self]), logger: Logger(sink: NoLog()))
+    let loader = ConfigurationLoader(registry: AdapterRegistry([FileSource.self]), logger: Logger(sink: NoLog()), transport: CurlTransport())
 
     func load(_ text: String) throws(ConfigError) -> Configuration {
         try loader.load(text: text, named: "test.toml", dropInDirectory: nil)

@@ -20,13 +20,13 @@ import TestSupport
         let upstream = try LoopbackUpstream()
         upstream.setFeedPages([["a"]])
         let source = try adapter(upstream, poll: .seconds(1))
-        guard case .page(_, .more(let token)) = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1)) else {
+        guard case .page(_, .more(let token)) = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "test")) else {
             Issue.record("a polled feed must not end")
             return
         }
-        #expect(try await source.fetch(PageRequest(page: 2, token: token, generation: 1)) == .notYet)
+        #expect(try await source.fetch(PageRequest(page: 2, token: token, generation: 1, seed: "test")) == .notYet)
         upstream.setFeedPages([["a"], ["b"]])
-        guard case .page(let items, _) = try await source.fetch(PageRequest(page: 2, token: token, generation: 1)) else {
+        guard case .page(let items, _) = try await source.fetch(PageRequest(page: 2, token: token, generation: 1, seed: "test")) else {
             Issue.record("page 2 did not come")
             return
         }

@@ -7,10 +7,16 @@ import Foundation
 public struct ConfigurationLoader: Sendable {
     private let registry: AdapterRegistry
     private let logger: Logger
+    private let transport: any HTTPTransport
+    /// Where each feed's adapter gets a directory of its own (`<root>/<feed>`) for state that must
+    /// survive a restart; nil (check-config, tests) keeps that state in memory.
+    private let adapterStateRoot: String?
 
-    public init(registry: AdapterRegistry, logger: Logger) {
+    public init(registry: AdapterRegistry, logger: Logger, transport: any HTTPTransport, adapterStateRoot: String? = nil) {
         self.registry = registry
         self.logger = logger
+        self.transport = transport
+        self.adapterStateRoot = adapterStateRoot
     }
 
     /// Loads `path` and every `*.toml` in `feedd.d/` beside it, in name order.
@@ -166,7 +172,8 @@ public struct ConfigurationLoader: Sendable {
         settings.options = values.filter { !daemonKeys.contains($0.key) }
         let options = AdapterOptions(feed: name, values: settings.options)
         let context = AdapterContext(
-            feed: name, requestTimeout: settings.timeout, pollInterval: settings.poll, logger: logger.labelled("feed \(name)"))
+            feed: name, requestTimeout: settings.timeout, pollInterval: settings.poll, logger: logger.labelled("feed \(name)"),
+            transport: transport, stateDirectory: adapterStateRoot.map { "\($0)/\(name)" })
         let adapter: any SourceAdapter
         do {
             adapter = try adapterType.init(options: options, context: context)

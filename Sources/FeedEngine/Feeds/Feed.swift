@@ -24,6 +24,8 @@ public final class Feed {
     var onHealthChange: (() -> Void)?
 
     public private(set) var generation: Int
+    /// The generation's seed (``PageRequest/seed``).
+    private var seed = Feed.randomSeed()
     private var cache: [Int: Page] = [:]
     /// How to ask the source for each feed page whose predecessor has been fetched.
     private var sourceCursors: [Int: PageRequest] = [:]
@@ -48,7 +50,7 @@ public final class Feed {
         self.store = store
         self.logger = logger.labelled("feed \(definition.settings.name)")
         generation = store?.generations[definition.settings.name] ?? 1
-        sourceCursors[1] = PageRequest(page: 1, token: nil, generation: generation)
+        sourceCursors[1] = PageRequest(page: 1, token: nil, generation: generation, seed: seed)
     }
 
     public var cachedPages: Int { cache.count }
@@ -179,12 +181,13 @@ public final class Feed {
     /// and pages the source from its first page again.
     private func enterGeneration(_ newGeneration: Int) {
         generation = newGeneration
+        seed = Self.randomSeed()
         do {
             try store?.startGeneration(generation, of: name)
         } catch {
             logger.error("cannot store the new generation: \(error)")
         }
-        sourceCursors = [1: PageRequest(page: 1, token: nil, generation: generation)]
+        sourceCursors = [1: PageRequest(page: 1, token: nil, generation: generation, seed: seed)]
     }
 
     /// Puts `subscription` back at page 0 of the current generation and tells it so.
@@ -317,9 +320,9 @@ public final class Feed {
         if caughtUpAt == number { caughtUpAt = nil }
         switch next {
         case .more(let token):
-            sourceCursors[number + 1] = PageRequest(page: request.page + 1, token: token, generation: generation)
+            sourceCursors[number + 1] = PageRequest(page: request.page + 1, token: token, generation: generation, seed: seed)
         case .end where !page.isLast:
-            sourceCursors[number + 1] = PageRequest(page: 1, token: nil, generation: generation)
+            sourceCursors[number + 1] = PageRequest(page: 1, token: nil, generation: generation, seed: seed)
         case .end:
             lastPage = number
         }
@@ -377,6 +380,10 @@ public final class Feed {
         }
         if let retryAfter = error.retryAfter { delay = max(delay, retryAfter) }
         return delay
+    }
+
+    private static func randomSeed() -> String {
+        String(UInt64.random(in: 0...UInt64.max), radix: 16)
     }
 
     private func recovered() {
