@@ -124,6 +124,10 @@ public enum FetchResult: Sendable, Hashable {
 public enum NextPage: Sendable, Hashable {
     /// Another page follows; `token` is handed back with the request for it.
     case more(token: String?)
+    /// No page follows yet, but one may later (a polled source at its newest page): the daemon
+    /// asks for the next page with `token` only after
+    /// ``SourceAdapter/waitForNewData(after:pollInterval:)`` returns, instead of at once.
+    case later(token: String?)
     /// The source has ended: the page just fetched is the last.
     case end
 }

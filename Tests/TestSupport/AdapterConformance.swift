@@ -47,9 +47,9 @@ public enum AdapterConformance {
                 break
             case (.end, _):
                 throw TestFailure("page \(page): the source ended early")
-            case (.more, .finite(let total)) where page == total:
+            case (.more, .finite(let total)) where page == total, (.later, .finite(let total)) where page == total:
                 throw TestFailure("page \(page): the last page does not report the end")
-            case (.more(let nextToken), _):
+            case (.more(let nextToken), _), (.later(let nextToken), _):
                 token = nextToken
             }
         }

@@ -161,6 +161,7 @@ public struct ConfigurationLoader: Sendable {
         read { settings.timeout = try positive(table, "timeout") ?? settings.timeout }
         read { settings.retryMaxDelay = try positive(table, "retry_max_delay") ?? settings.retryMaxDelay }
         read { settings.cachePages = try table.integer("cache_pages", in: 1...1_000_000) ?? settings.cachePages }
+        read { settings.cacheBytes = try byteSize(table, "cache_bytes", in: 64 << 10...(1 << 40)) ?? settings.cacheBytes }
         guard problems.count == problemCount else { return nil }
 
         guard let adapterType = registry[source] else {
@@ -168,13 +169,17 @@ public struct ConfigurationLoader: Sendable {
             problems.append(document.problem(at: ["feeds", name, "source"], "feeds.\(name).source: unknown source \"\(source)\" (known: \(known))"))
             return nil
         }
-        let daemonKeys: Set = ["source", "prefetch", "wrap", "poll", "timeout", "retry_max_delay", "cache_pages"]
+        let daemonKeys: Set = ["source", "prefetch", "wrap", "poll", "timeout", "retry_max_delay", "cache_pages", "cache_bytes"]
         settings.options = values.filter { !daemonKeys.contains($0.key) }
         let options = AdapterOptions(feed: name, values: settings.options)
         let context = AdapterContext(
             feed: name, requestTimeout: settings.timeout, pollInterval: settings.poll, logger: logger.labelled("feed \(name)"),
             transport: transport, stateDirectory: adapterStateRoot.map { "\($0)/\(name)" })
         let adapter: any SourceAdapter
+        let values = settings.options
+        let makeAdapter: @Sendable () throws -> any SourceAdapter = {
+            try adapterType.init(options: AdapterOptions(feed: name, values: values), context: context)
+        }
         do {
             adapter = try adapterType.init(options: options, context: context)
         } catch let error as OptionError {
@@ -187,7 +192,28 @@ public struct ConfigurationLoader: Sendable {
         for key in options.unreadKeys {
             problems.append(document.problem(at: ["feeds", name, key], "feeds.\(name).\(key): unknown key for source \"\(source)\""))
         }
-        return problems.count == problemCount ? FeedDefinition(settings: settings, adapter: adapter) : nil
+        return problems.count == problemCount ? FeedDefinition(settings: settings, adapter: adapter, makeAdapter: makeAdapter) : nil
+    }
+
+    /// A size such as `"512KiB"`, `"64MiB"` or `"1GiB"` (or a plain number of bytes) within `range`.
+    private func byteSize(_ table: ConfigTable, _ key: String, in range: ClosedRange<Int>) throws(OptionError) -> Int? {
+        guard let value = table.value(key) else { return nil }
+        let bytes: Int?
+        if let integer = value.integerValue, case .integer = value {
+            bytes = Int(exactly: integer)
+        } else if let text = value.stringValue {
+            bytes = ByteSize.parse(text)
+        } else {
+            bytes = nil
+        }
+        guard let bytes else {
+            throw table.invalid(key, "expected a size such as \"512KiB\", \"64MiB\" or \"1GiB\"")
+        }
+        guard range.contains(bytes) else {
+            throw table.invalid(key, "must be from \(ByteSize.format(range.lowerBound)) to \(ByteSize.format(range.upperBound))")
+        }
+        table.accept(key)
+        return bytes
     }
 
     private func positive(_ table: ConfigTable, _ key: String) throws(OptionError) -> Duration? {
@@ -254,5 +280,26 @@ public enum FeedName {
         }
         return isLowerAlphanumeric(bytes[0])
             && bytes.dropFirst().allSatisfy { isLowerAlphanumeric($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+}
+
+/// Sizes as the config writes them: a whole number and a binary unit, `B`, `KiB`, `MiB`, `GiB`, `TiB`.
+enum ByteSize {
+    private static let units: [(suffix: String, shift: Int)] = [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10), ("B", 0)]
+
+    static func parse(_ text: String) -> Int? {
+        for unit in units where text.hasSuffix(unit.suffix) {
+            let number = text.dropLast(unit.suffix.count).trimmingCharacters(in: .whitespaces)
+            guard let value = Int(number), value >= 0, value <= (Int.max >> unit.shift) else { return nil }
+            return value << unit.shift
+        }
+        return nil
+    }
+
+    static func format(_ bytes: Int) -> String {
+        for unit in units where bytes >= (1 << unit.shift) && bytes % (1 << unit.shift) == 0 {
+            return "\(bytes >> unit.shift)\(unit.suffix)"
+        }
+        return "\(bytes)B"
     }
 }
