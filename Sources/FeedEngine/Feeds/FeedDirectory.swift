@@ -13,6 +13,8 @@ public final class FeedDirectory {
     public var onChange: (() -> Void)?
 
     private let clock: any EngineClock
+    /// The retry jitter of feeds started from now on; nil for the random one (tests fix it).
+    var jitter: (@Sendable () -> Double)?
 
     public init(store: ConsumerStore?, encoder: any PageEncoder, logger: Logger, clock: any EngineClock = SystemClock()) {
         self.store = store
@@ -46,7 +48,7 @@ public final class FeedDirectory {
                 existing.reconfigure(definition)
                 continue
             }
-            let feed = Feed(definition: definition, store: store, encoder: encoder, logger: logger, clock: clock)
+            let feed = Feed(definition: definition, store: store, encoder: encoder, logger: logger, clock: clock, jitter: jitter)
             feed.onHealthChange = { [weak self] in self?.onChange?() }
             feeds[name] = feed
             if let existing {
