@@ -15,7 +15,10 @@ let package = Package(
     ],
     targets: [
         // The adapter protocol and every type an adapter sees.
-        .target(name: "FeedKit", dependencies: ["CSpawn", "CCurl"]),
+        .target(name: "FeedKit", dependencies: ["CSpawn", "CCurl", "CJSONValidator"]),
+        // simdjson (Debian's libsimdjson-dev) behind a one-function C API: is this one JSON text?
+        // Lets adapters keep a JSON line's bytes instead of parsing it into a tree.
+        .target(name: "CJSONValidator", linkerSettings: [.linkedLibrary("simdjson")]),
         // posix_spawn and pipe2 with the GNU extras Swift's Glibc module hides.
         .target(name: "CSpawn"),
 

@@ -5,7 +5,7 @@ import TestSupport
 
 // feedd-bench: starts the real daemon (the release build beside this binary) against a loopback
 // upstream and prints each figure's median and spread over several runs.
-//   swift run -c release feedd-bench [RUNS] [latency] [fanout] [idle] [sharing]
+//   swift run -c release feedd-bench [RUNS] [latency] [fanout] [idle] [sharing] [engine]
 
 // The package builds feedd with the benchmark (it is a dependency). A benchmark binary without
 // one beside it would otherwise measure whatever feedd lay elsewhere (a debug build, an old
@@ -70,6 +70,16 @@ for run in 1...runs {
         record("10,000 idle connections: RssAnon per connection", "KiB", idle.perConnection)
         record("idle daemon RssAnon", "MiB", idle.idleAnon)
         record("idle daemon RSS", "MiB", idle.idleRSS)
+    }
+    if wanted("engine") {
+        let large = try EngineScenarios.largeFile()
+        record("1M-line file (\(large.fileBytes / 1_000_000) MB): first page after `after: 49000`", "ms", large.farPage)
+        record("1M-line file: items/s a follower drains from page 1", "items/s", large.drainItemsPerSecond)
+        record("1,000 small file feeds read through: RssAnon per feed beyond cached pages", "KiB", try EngineScenarios.manySmallFeeds())
+        let pages = try EngineScenarios.largePages()
+        record("8 pages of 200,000 items, cache_bytes 32MiB: VmRSS growth", "MiB", pages.rssGrowth)
+        record("one such page: JSON line", "MiB", pages.pageJSON)
+        record("one such page: cached (cache_bytes' count)", "MiB", pages.cachedPerPage)
     }
     if wanted("sharing") {
         let sharing = try Scenarios.upstreamSharing(clients: 100, pages: 20)

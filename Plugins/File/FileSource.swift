@@ -20,7 +20,7 @@ public struct FileSource: SourceAdapter {
 
     public init(options: AdapterOptions, context: AdapterContext) throws {
         path = try options.requiredString("path")
-        pageSize = try options.integer("page_size", in: 1...100_000) ?? 20
+        pageSize = try options.integer("page_size", in: 1...1_000_000) ?? 20
         follow = try options.bool("follow") ?? false
         index = PageIndex(pageSize: pageSize)
         guard path.hasPrefix("/") else {
@@ -46,7 +46,7 @@ public struct FileSource: SourceAdapter {
         var reader = try file.lines(from: start, includeUnterminatedLast: !follow)
         var items: [Item] = []
         while items.count < pageSize, let line = try reader.nextNonBlank() {
-            items.append(Item(id: String(line.number), data: Self.value(of: line.text)))
+            items.append(Self.item(line.text, id: String(line.number)))
         }
         let next = FilePosition(offset: reader.offset, line: reader.lineNumber)
         if follow {
@@ -70,10 +70,10 @@ public struct FileSource: SourceAdapter {
         }
     }
 
-    /// A line that parses as JSON is that value; anything else is carried as a string.
-    static func value(of line: [UInt8]) -> JSONValue {
-        if let value = try? JSONValue(parsing: line) { return value }
-        return .string(String(decoding: line, as: UTF8.self))
+    /// A line that is JSON is carried as its own text; anything else as a string.
+    static func item(_ line: [UInt8], id: String) -> Item {
+        if let json = RawJSON(validating: line) { return Item(id: id, json: json) }
+        return Item(id: id, data: .string(String(decoding: line, as: UTF8.self)))
     }
 }
 

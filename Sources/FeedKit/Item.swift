@@ -1,14 +1,60 @@
 /// One entry of a page: a stable id chosen by the adapter and the source's JSON value.
 ///
 /// The id is what lets a subscriber recognise an item again (randomuser's `login.uuid`, the S3
-/// feed's `id`, a file's 1-based line number). It is always a string on the wire.
+/// feed's `id`, a file's 1-based line number). It is always a string on the wire. The data is a
+/// parsed ``JSONValue`` or, where the source gives JSON text, that text as it came (``RawJSON``);
+/// two items are equal when their ids and values are, however each was made.
 public struct Item: Sendable, Hashable {
     public let id: String
-    public let data: JSONValue
+    private let storage: Storage
+
+    private enum Storage: Sendable {
+        case value(JSONValue)
+        case text(RawJSON)
+    }
 
     public init(id: String, data: JSONValue) {
         self.id = id
-        self.data = data
+        storage = .value(data)
+    }
+
+    /// An item whose data is JSON text the adapter already has; it is sent as it is.
+    public init(id: String, json: RawJSON) {
+        self.id = id
+        storage = .text(json)
+    }
+
+    /// The item's data as a value (parsed now if the item holds JSON text).
+    public var data: JSONValue {
+        switch storage {
+        case .value(let value): value
+        case .text(let text): text.value
+        }
+    }
+
+    /// Writes the data: a value encoded, JSON text copied.
+    package func writeData(to writer: inout JSONWriter) {
+        switch storage {
+        case .value(let value): writer.value(value)
+        case .text(let text): writer.bytes.append(contentsOf: text.bytes)
+        }
+    }
+
+    /// About how many bytes the data takes as JSON, to size a page's buffer.
+    package var estimatedDataSize: Int {
+        switch storage {
+        case .value: 128
+        case .text(let text): text.bytes.count
+        }
+    }
+
+    public static func == (lhs: Item, rhs: Item) -> Bool {
+        lhs.id == rhs.id && lhs.data == rhs.data
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(data)
     }
 }
 

@@ -43,6 +43,8 @@ public final class Feed {
     private var upstream: UpstreamState = .idle
     private var lastCallID = 0
     private var consecutiveFailures = 0
+    /// The one task that gives up calls past their deadline (see ``watchDeadlines()``).
+    private var deadlineWatch: (id: Int, task: Task<Void, Never>)?
 
     public private(set) var health: FeedHealth = .ok
     public private(set) var fetchedPages = 0
@@ -190,6 +192,10 @@ public final class Feed {
             abandonCall()
         }
         if !upstream.hasCallInFlight { takeReplacementAdapter() }
+        // A shorter `timeout` may put the call in flight's deadline before the watch's wake-up.
+        deadlineWatch?.task.cancel()
+        deadlineWatch = nil
+        watchDeadlines()
         trimCache()
         pumpAll()
     }
@@ -328,18 +334,48 @@ public final class Feed {
             let result = await fetch.run()
             self.fetchReturned(id, result: result, startedAt: startedAt)
         }
-        let deadline = startedAt + settings.timeout
-        let watchdog = Task {
-            guard (try? await self.clock.sleep(until: deadline)) != nil else { return }
-            self.fetchTimedOut(id)
+        upstream = .fetching(AdapterCall(id: id, page: number, request: request, task: task, deadline: startedAt + settings.timeout))
+        watchDeadlines()
+    }
+
+    /// The instant the call in flight is to be given up at, if any.
+    private var callDeadline: ContinuousClock.Instant? {
+        switch upstream {
+        case .fetching(let call), .draining(let call, _): call.deadline
+        case .idle, .waitingForNewData, .backingOff, .stopped: nil
         }
-        upstream = .fetching(AdapterCall(id: id, page: number, request: request, task: task, timer: watchdog))
+    }
+
+    /// Keeps one task per feed sleeping until the deadline of the call in flight. A call that
+    /// returns in time leaves it asleep, and on waking it looks at whatever call is in flight
+    /// then, so a busy feed costs one timer per `timeout`, not one per fetch.
+    private func watchDeadlines() {
+        guard deadlineWatch == nil, callDeadline != nil else { return }
+        let id = nextCallID()
+        let task = Task {
+            while let deadline = self.callDeadline {
+                guard (try? await self.clock.sleep(until: deadline)) != nil else { break }
+                self.deadlinePassed()
+            }
+            if self.deadlineWatch?.id == id { self.deadlineWatch = nil }
+        }
+        deadlineWatch = (id, task)
+    }
+
+    private func deadlinePassed() {
+        switch upstream {
+        case .fetching(let call) where call.deadline.map({ $0 <= clock.now }) ?? false:
+            fetchTimedOut(call)
+        case .draining(let call, let retryAt) where call.deadline.map({ $0 <= clock.now }) ?? false:
+            discardHungAdapter(call, retryAt: retryAt)
+        default:
+            break
+        }
     }
 
     private func fetchReturned(_ id: Int, result: Result<PageFetch.Outcome, any Error>, startedAt: ContinuousClock.Instant) {
         switch upstream {
         case .fetching(let call) where call.id == id:
-            call.timer?.cancel()
             upstream = .idle
             logger.debug("page \(call.page): upstream answered in \((clock.now - startedAt).wholeMilliseconds) ms")
             switch result {
@@ -361,8 +397,7 @@ public final class Feed {
     }
 
     /// The fetch ran past `timeout`: it is cancelled and drained, and counts as a failure.
-    private func fetchTimedOut(_ id: Int) {
-        guard case .fetching(let call) = upstream, call.id == id else { return }
+    private func fetchTimedOut(_ call: AdapterCall) {
         call.task.cancel()
         let error = SourceError.transient("page \(call.page): no answer within \(settings.timeout.wholeMilliseconds) ms")
         let delay = recordFailure(page: call.page, error: error)
@@ -377,7 +412,7 @@ public final class Feed {
             try? await adapter.waitForNewData(after: request, pollInterval: poll)
             self.waitReturned(id)
         }
-        upstream = .waitingForNewData(AdapterCall(id: id, page: number, request: request, task: task, timer: nil))
+        upstream = .waitingForNewData(AdapterCall(id: id, page: number, request: request, task: task, deadline: nil))
     }
 
     private func waitReturned(_ id: Int) {
@@ -413,27 +448,19 @@ public final class Feed {
     /// Waits for `call` to return before anything else is asked of the adapter. If it has not
     /// returned one `timeout` later, the adapter instance is discarded and a fresh one used.
     private func drain(_ call: AdapterCall, retryAt: ContinuousClock.Instant?) {
-        call.timer?.cancel()
-        let deadline = clock.now + settings.timeout
-        let id = call.id
-        let discardTimer = Task {
-            guard (try? await self.clock.sleep(until: deadline)) != nil else { return }
-            self.discardHungAdapter(id)
-        }
         var drained = call
-        drained.timer = discardTimer
+        drained.deadline = clock.now + settings.timeout
         upstream = .draining(drained, retryAt: retryAt)
+        watchDeadlines()
     }
 
     private func finishDraining(_ call: AdapterCall, retryAt: ContinuousClock.Instant?) {
-        call.timer?.cancel()
         upstream = .idle
         if let retryAt, retryAt > clock.now { backOff(until: retryAt) }
         advanceUpstream()
     }
 
-    private func discardHungAdapter(_ id: Int) {
-        guard case .draining(let call, let retryAt) = upstream, call.id == id else { return }
+    private func discardHungAdapter(_ call: AdapterCall, retryAt: ContinuousClock.Instant?) {
         guard let makeAdapter else {
             logger.warning("the adapter has not returned from a call abandoned \(settings.timeout.wholeMilliseconds) ms ago; still waiting for it")
             return
@@ -542,15 +569,16 @@ private enum UpstreamState {
     }
 }
 
-/// A call to the adapter in flight, and the timer that bounds it.
+/// A call to the adapter in flight, and when it is given up.
 private struct AdapterCall {
     let id: Int
     /// The feed page it is for.
     let page: Int
     let request: PageRequest
     let task: Task<Void, Never>
-    /// Fires at the fetch's timeout, or when a drained call is given up on.
-    var timer: Task<Void, Never>?
+    /// A fetch's timeout, or when a drained call's adapter instance is replaced; nil while
+    /// waiting for new data, which the adapter bounds by the poll interval.
+    var deadline: ContinuousClock.Instant?
 }
 
 /// What a feed knows of its current generation's pages: how to ask the source for each, and

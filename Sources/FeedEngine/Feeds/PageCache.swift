@@ -9,28 +9,48 @@ struct PageCache {
     }
 
     private var pages: [Int: Page] = [:]
+    /// Cached page numbers, lowest first. Kept sorted as pages come (almost always at the end),
+    /// since choosing a page to give up walks them in order on every fetch of a busy feed.
+    private(set) var numbers: [Int] = []
     /// The memory the cached pages take, as ``Page/cost`` counts it.
     private(set) var byteCount = 0
 
     var count: Int { pages.count }
     var isEmpty: Bool { pages.isEmpty }
-    /// Cached page numbers, lowest first.
-    var numbers: [Int] { pages.keys.sorted() }
 
     subscript(number: Int) -> Page? { pages[number] }
 
     mutating func insert(_ page: Page) {
-        if let replaced = pages.updateValue(page, forKey: page.number) { byteCount -= replaced.cost }
+        if let replaced = pages.updateValue(page, forKey: page.number) {
+            byteCount -= replaced.cost
+        } else {
+            numbers.insert(page.number, at: insertionIndex(of: page.number))
+        }
         byteCount += page.cost
     }
 
     mutating func remove(_ number: Int) {
-        if let removed = pages.removeValue(forKey: number) { byteCount -= removed.cost }
+        guard let removed = pages.removeValue(forKey: number) else { return }
+        byteCount -= removed.cost
+        numbers.remove(at: insertionIndex(of: number))
     }
 
     mutating func removeAll() {
         pages = [:]
+        numbers = []
         byteCount = 0
+    }
+
+    /// Where `number` is or would go in ``numbers``.
+    private func insertionIndex(of number: Int) -> Int {
+        if let last = numbers.last, last < number { return numbers.count }
+        var low = 0
+        var high = numbers.count
+        while low < high {
+            let middle = (low + high) / 2
+            if numbers[middle] < number { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 
     /// Whether one more page of `cost` bytes would take the cache past either limit.

@@ -22,6 +22,7 @@ struct FeedStatus {
             "generation": .integer(Int64(feed.generation)),
             "fetched_pages": .integer(Int64(feed.fetchedPages)),
             "cached_pages": .integer(Int64(feed.cachedPages)),
+            "cached_bytes": .integer(Int64(feed.cachedBytes)),
             "reached_end": .bool(feed.reachedEnd),
             "upstream_requests": .integer(Int64(feed.upstreamRequests)),
             "last_error": feed.health.lastError.map(JSONValue.string) ?? .null,

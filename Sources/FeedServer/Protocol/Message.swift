@@ -122,7 +122,8 @@ public struct PageLineEncoder: PageEncoder {
     public init() {}
 
     public func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes {
-        var line = Message(type: "page", capacity: 256 + items.count * 256)
+        let capacity = items.reduce(256) { $0 + 32 + $1.id.utf8.count + $1.estimatedDataSize }
+        var line = Message(type: "page", capacity: capacity)
         line.field("feed", feed)
         line.field("generation", generation)
         line.field("page", number)
@@ -133,7 +134,7 @@ public struct PageLineEncoder: PageEncoder {
                 writer.raw("{\"id\":")
                 writer.string(item.id)
                 writer.raw(",\"data\":")
-                writer.value(item.data)
+                item.writeData(to: &writer)
                 writer.raw(UInt8(ascii: "}"))
             }
             writer.raw(UInt8(ascii: "]"))
