@@ -43,6 +43,7 @@ final class Daemon {
         }
         sink.setMinimumLevel(configuration.daemon.logLevel)
         logger.info("feedd \(feeddVersion) starting with \(configuration.files.joined(separator: ", "))")
+        checkDescriptorLimit(maxClients: configuration.daemon.maxClients)
         if configuration.files.first == DefaultConfiguration.name {
             do {
                 try configLoading.installSampleData()
@@ -70,6 +71,23 @@ final class Daemon {
         // The event loop serves the sockets and the main queue, so the main actor, with the
         // signals still blocked.
         loop.run()
+    }
+
+    /// Each client takes a descriptor, and feeds, the state store and upstream connections take
+    /// some more. The soft limit is raised as far as the hard one allows; if that is still too low
+    /// for `max_clients`, the daemon says so now rather than when it runs out.
+    private func checkDescriptorLimit(maxClients: Int) {
+        let reserve = 256
+        let needed = rlim_t(maxClients + reserve)
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < needed else { return }
+        var raised = limit
+        raised.rlim_cur = min(needed, limit.rlim_max)
+        if raised.rlim_cur > limit.rlim_cur, setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        guard limit.rlim_cur < needed else { return }
+        logger.warning(
+            "the open files limit (RLIMIT_NOFILE) is \(limit.rlim_cur), too low for max_clients = \(maxClients) "
+                + "(about \(needed) needed): raise LimitNOFILE= (or ulimit -n) or lower max_clients")
     }
 
     /// A state directory that cannot be used is fatal, since consumers rely on it.

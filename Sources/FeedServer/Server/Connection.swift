@@ -106,9 +106,11 @@ final class Connection: SubscriptionOutput {
 
     /// The client half-closed: a last line it sent without a newline is answered like any other.
     private func endOfInput() {
+        // Handled while still reading, so that its first answer cannot close the connection
+        // before the rest of the request is under way.
+        if let last = lines.finish() { handleLine(last) }
         guard state.endInput() else { return }
         updateInterest()
-        if let last = lines.finish() { handleLine(last) }
         closeIfFinished()
     }
 
