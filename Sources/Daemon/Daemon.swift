@@ -21,6 +21,14 @@ final class Daemon {
     private var ownedSocketPath: String?
     private var lastStatus = ""
     private var reloadProblem: String?
+    /// Whether a reload is being read, and whether another SIGHUP came meanwhile.
+    private var reloadState = ReloadState.idle
+
+    private enum ReloadState {
+        case idle
+        case running
+        case again
+    }
 
     init(configPath: String?, socketPath: String?) {
         self.configPath = configPath
@@ -121,7 +129,8 @@ final class Daemon {
             group = nil
         }
         do {
-            let descriptor = try UnixSocket.listen(path: path, mode: settings.socketMode, group: group)
+            let isDefaultPath = socketOverride == nil && settings.socketPath == nil
+            let descriptor = try UnixSocket.listen(path: path, mode: settings.socketMode, group: group, createDirectory: isDefaultPath)
             ownedSocketPath = path
             logger.notice("listening on \(path)")
             return descriptor
@@ -152,23 +161,43 @@ final class Daemon {
         }
     }
 
-    /// SIGHUP: a valid new config replaces the old one; an invalid one is rejected whole.
+    /// SIGHUP: a valid new config replaces the old one; an invalid one is rejected whole. The
+    /// config is read and parsed off the main thread (a large one takes seconds), so clients
+    /// are served meanwhile; a SIGHUP during a reload reloads once more when it ends.
     private func reload() {
-        guard let server else { return }
+        guard server != nil else { return }
+        guard reloadState == .idle else {
+            reloadState = .again
+            return
+        }
+        reloadState = .running
         notifier.reloading()
-        do {
-            let configuration = try configLoading.load(explicitPath: configPath)
+        let loading = configLoading
+        let configPath = configPath
+        Task.detached {
+            let outcome = Result { () throws(ConfigError) in try loading.load(explicitPath: configPath) }
+            await self.finishReload(outcome)
+        }
+    }
+
+    private func finishReload(_ outcome: Result<Configuration, ConfigError>) {
+        let again = reloadState == .again
+        reloadState = .idle
+        guard let server else { return }
+        switch outcome {
+        case .success(let configuration):
             sink.setMinimumLevel(configuration.daemon.logLevel)
             server.settings = ServerSettings(daemon: configuration.daemon)
             reloadProblem = nil
             directory?.apply(configuration.feeds)
             logger.notice("configuration reloaded: \(configuration.feeds.count) feeds")
-        } catch {
+        case .failure(let error):
             for problem in error.problems { logger.error("reload rejected, keeping the running configuration: \(problem)") }
             reloadProblem = "reload rejected: \(error.problems.first?.description ?? "invalid configuration")"
         }
         notifier.ready()
         publishStatus()
+        if again { self.reload() }
     }
 
     // MARK: systemd

@@ -123,4 +123,27 @@ import TestSupport
         try daemon.log.waitForLine(containing: "more connections accepted or refused", timeout: .seconds(15))
         #expect(daemon.log.lines.filter { $0.contains("client connected") }.count <= 20)
     }
+
+    /// A config of 30 MB takes seconds to parse: clients are answered meanwhile.
+    @Test func a_large_config_is_parsed_off_the_main_loop_on_reload() throws {
+        let daemon = try ProtocolTests.numbersFeed()
+        let client = try daemon.connect()
+        var config = try String(contentsOfFile: daemon.configPath, encoding: .utf8) + "\n"
+        let comment = "# " + String(repeating: "x", count: 70) + "\n"
+        config += String(repeating: comment, count: 400_000)
+        try config.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        daemon.send(signal: SIGHUP)
+        var slowest: Duration = .zero
+        var reloaded = false
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !reloaded, ContinuousClock.now < deadline {
+            let started = ContinuousClock.now
+            #expect(try client.request("ping")["type"] == "pong")
+            slowest = max(slowest, ContinuousClock.now - started)
+            reloaded = daemon.log.lines.contains { $0.contains("configuration reloaded") }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        #expect(reloaded)
+        #expect(slowest < .milliseconds(500), "a ping took \(slowest) during the reload")
+    }
 }

@@ -50,6 +50,14 @@ public struct FeedSettings: Sendable, Equatable {
 public struct FeedDefinition: Sendable {
     public let settings: FeedSettings
     public let adapter: any SourceAdapter
+    /// Where its `[feeds.NAME]` table is written.
+    public var location: ConfigLocation?
+
+    public init(settings: FeedSettings, adapter: any SourceAdapter, location: ConfigLocation? = nil) {
+        self.settings = settings
+        self.adapter = adapter
+        self.location = location
+    }
 }
 
 /// A loaded, valid configuration.

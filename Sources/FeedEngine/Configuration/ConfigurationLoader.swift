@@ -243,7 +243,9 @@ public struct ConfigurationLoader: Sendable {
         for key in options.unreadKeys {
             problems.append(document.problem(at: ["feeds", name, key], "feeds.\(name).\(key): unknown key for source \"\(source)\""))
         }
-        return problems.count == problemCount ? FeedDefinition(settings: settings, adapter: adapter) : nil
+        let written = document.problem(at: ["feeds", name], "")
+        let location = ConfigLocation(file: written.file, line: written.line, column: written.column)
+        return problems.count == problemCount ? FeedDefinition(settings: settings, adapter: adapter, location: location) : nil
     }
 
     private func positive(_ table: ConfigTable, _ key: String) throws(OptionError) -> Duration? {
