@@ -146,4 +146,12 @@ import TestSupport
         #expect(reloaded)
         #expect(slowest < .milliseconds(500), "a ping took \(slowest) during the reload")
     }
+
+    /// The unit gives feedd enough descriptors for the default `max_clients` and its own needs.
+    @Test func the_service_unit_sets_a_descriptor_limit_that_fits_max_clients() throws {
+        let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../systemd/feedd.service").standardized.path
+        let text = try String(contentsOfFile: unit, encoding: .utf8)
+        let limit = text.split(separator: "\n").first { $0.hasPrefix("LimitNOFILE=") }.flatMap { Int($0.dropFirst("LimitNOFILE=".count)) }
+        #expect((limit ?? 0) >= 10_000 + 256, "LimitNOFILE=\(limit.map(String.init) ?? "unset")")
+    }
 }
