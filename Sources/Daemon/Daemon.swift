@@ -72,6 +72,7 @@ final class Daemon {
         server.onClientsChange = { [unowned self] in self.publishStatus() }
 
         startWatchdog()
+        prepareDispatchTimers()
         notifier.ready()
         publishStatus()
         // Not dispatchMain(): on Linux it parks the main thread in sigsuspend(2) with every signal
@@ -96,6 +97,13 @@ final class Daemon {
         logger.warning(
             "the open files limit (RLIMIT_NOFILE) is \(limit.rlim_cur), too low for max_clients = \(maxClients) "
                 + "(about \(needed) needed): raise LimitNOFILE= (or ulimit -n) or lower max_clients")
+    }
+
+    /// libdispatch makes the descriptors behind its timers when the first timer is armed, and
+    /// traps if it cannot: out of descriptors, a feed's first retry (`Task.sleep`) would crash
+    /// the daemon. Arm one now, while descriptors are plentiful.
+    private func prepareDispatchTimers() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) {}
     }
 
     /// A state directory that cannot be used is fatal, since consumers rely on it.

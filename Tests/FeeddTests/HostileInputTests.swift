@@ -154,4 +154,24 @@ import TestSupport
         let limit = text.split(separator: "\n").first { $0.hasPrefix("LimitNOFILE=") }.flatMap { Int($0.dropFirst("LimitNOFILE=".count)) }
         #expect((limit ?? 0) >= 10_000 + 256, "LimitNOFILE=\(limit.map(String.init) ?? "unset")")
     }
+
+    /// Out of descriptors, a feed whose source fails for want of one waits to retry on a timer:
+    /// the first timer of the process must not be what crashes it.
+    @Test func a_retry_while_out_of_descriptors_does_not_crash() throws {
+        let directory = try TemporaryDirectory()
+        let data = try directory.write("numbers.ndjson", "1\n2\n3\n")
+        let command = "ulimit -n 40 && exec \(FeeddBinaries.feedd) --config \(directory.path("feedd.toml")) --socket \(directory.path("feedd.sock"))"
+        let daemon = try DaemonProcess(
+            config: "[feeds.numbers]\nsource = \"file\"\npath = \"\(data)\"\nretry_max_delay = \"200ms\"\n", executable: "/bin/sh",
+            arguments: ["-c", command], directory: directory)
+        let reader = try daemon.connect()
+        var clients = try (0..<60).map { _ in try TestClient(path: daemon.socketPath) }
+        try daemon.log.waitForLine(containing: "out of file descriptors")
+        try reader.send("next numbers")
+        _ = try reader.read(until: "error")
+        #expect(try reader.request("ping")["type"] == "pong")
+        #expect(daemon.isRunning)
+        clients.removeAll()
+        _ = try reader.read(until: "page")
+    }
 }
