@@ -73,4 +73,16 @@ import TestSupport
         #expect(daemon.log.text.contains("the directory \(directory.path("missing")) of the socket does not exist"), "\(daemon.log.text)")
         #expect(!FileManager.default.fileExists(atPath: directory.path("missing")))
     }
+
+    /// A reload naming a group that does not exist is rejected; the running allow list stays.
+    @Test func a_reload_with_an_unresolvable_name_keeps_the_running_config() throws {
+        let daemon = try ProtocolTests.numbersFeed(extraDaemon: "allow_uids = [\(getuid())]")
+        let config = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
+        try config.replacingOccurrences(of: "allow_uids = [\(getuid())]", with: "allow_groups = [\"feedreaders-missing\"]")
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        daemon.send(signal: SIGHUP)
+        try daemon.log.waitForLine(containing: "reload rejected, keeping the running configuration: \(daemon.configPath):3:1: daemon.allow_groups: no group named")
+        let client = try daemon.connect()
+        #expect(try client.request("ping")["type"] == "pong")
+    }
 }
