@@ -12,9 +12,10 @@ public final class Server {
     private let startedAt = ContinuousClock.now
     private var listeningDescriptor: Int32 = -1
     private var listener: EventLoop.Registration?
-    /// Set while the process is out of file descriptors: since when, and how many times accepting
-    /// has been retried. One episode logs one line when it starts and one when it ends.
-    private var descriptorShortage: (since: ContinuousClock.Instant, retries: Int)?
+    /// Set while the process is out of file descriptors: since when, and how many connections were
+    /// accepted meanwhile as descriptors freed up one by one. The episode ends when every waiting
+    /// connection has been accepted; it logs one line when it starts and one when it ends.
+    private var descriptorShortage: (since: ContinuousClock.Instant, accepted: Int)?
     private lazy var connectionLog = ConnectionLog(logger: logger, loop: loop)
     /// The `status` reply without its closing brace and id, shared by every request until it is
     /// older than ``statusLifetime`` or something a client did changed it.
@@ -53,14 +54,14 @@ public final class Server {
             let descriptor = accept(listeningDescriptor, nil, nil)
             guard descriptor >= 0 else {
                 if errno == EINTR || errno == ECONNABORTED { continue }
-                if errno == EMFILE || errno == ENFILE { pauseAccepting() }
+                if errno == EMFILE || errno == ENFILE {
+                    pauseAccepting()
+                } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                    endDescriptorShortage()
+                }
                 return
             }
-            if let shortage = descriptorShortage {
-                descriptorShortage = nil
-                let seconds = Double((ContinuousClock.now - shortage.since).wholeMilliseconds) / 1000
-                logger.notice("file descriptors are available again after \(seconds) s: accepting connections")
-            }
+            descriptorShortage?.accepted += 1
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
             admit(descriptor)
@@ -85,8 +86,14 @@ public final class Server {
 
     private func resumeAccepting() {
         guard let listener, descriptorShortage != nil else { return }
-        descriptorShortage?.retries += 1
         loop.change(listener, to: .readable)
+    }
+
+    private func endDescriptorShortage() {
+        guard let shortage = descriptorShortage else { return }
+        descriptorShortage = nil
+        let seconds = Double((ContinuousClock.now - shortage.since).wholeMilliseconds) / 1000
+        logger.notice("file descriptors are available again after \(seconds) s: every waiting connection accepted (\(shortage.accepted))")
     }
 
     private func admit(_ descriptor: Int32) {
