@@ -41,8 +41,6 @@ import Testing
     @Test func only_a_reading_connection_is_watched_for_requests() {
         #expect(ConnectionState.reading.isReading)
         for state in [ConnectionState.paused, .inputEnded, .finishing, .closed] { #expect(!state.isReading) }
-        for state in [ConnectionState.reading, .paused, .inputEnded] { #expect(state.answersRequests) }
-        for state in [ConnectionState.finishing, .closed] { #expect(!state.answersRequests) }
     }
 
     @Test func a_half_closed_client_leaves_once_answered_and_a_finishing_one_once_written() {

@@ -22,6 +22,8 @@ final class Connection: SubscriptionOutput {
     /// connection if it goes on; nil while output flows.
     private var blocked: (since: ContinuousClock.Instant, timer: EventLoop.Timer)?
     private var subscriptions: [String: Subscription] = [:]
+    /// `max_line_bytes` when the client connected; a reload applies to later connections.
+    private let maxLineBytes: Int
     private var lines: LineSplitter
     /// Input read but not yet split because reading paused mid-read, and how much of it is done;
     /// consumed from the front without copying what is left.
@@ -32,7 +34,8 @@ final class Connection: SubscriptionOutput {
         self.descriptor = descriptor
         self.peer = peer
         self.server = server
-        lines = LineSplitter(maxLineBytes: server.settings.maxLineBytes)
+        maxLineBytes = server.settings.maxLineBytes
+        lines = LineSplitter(maxLineBytes: maxLineBytes)
     }
 
     func start(greeting: [UInt8]) {
@@ -76,7 +79,7 @@ final class Connection: SubscriptionOutput {
     /// Handles every line in `bytes`; what is left when reading pauses is kept for ``resumeReading()``.
     private func handleInput(_ bytes: UnsafeRawBufferPointer) {
         let consumed = lines.split(bytes) { piece in
-            handle(piece)
+            answer(piece)
             return state.isReading
         }
         if consumed < bytes.count, state == .paused {
@@ -84,11 +87,11 @@ final class Connection: SubscriptionOutput {
         }
     }
 
-    private func handle(_ piece: LineSplitter.Piece) {
+    private func answer(_ piece: LineSplitter.Piece) {
         switch piece {
         case .line(let line): handleLine(line)
         case .tooLong:
-            send(Message.error(.lineTooLong, "request line longer than \(server.settings.maxLineBytes) bytes; skipped to the next newline"))
+            send(Message.error(.lineTooLong, "request line longer than \(maxLineBytes) bytes; skipped to the next newline"))
         }
     }
 
@@ -248,7 +251,7 @@ final class Connection: SubscriptionOutput {
         guard offset < pending.count else { return }
         let consumed = pending.withUnsafeBytes { bytes in
             lines.split(UnsafeRawBufferPointer(rebasing: bytes[offset...])) { piece in
-                handle(piece)
+                answer(piece)
                 return state.isReading
             }
         }

@@ -22,9 +22,6 @@ enum ConnectionState: Hashable {
 
     var isClosed: Bool { self == .closed }
 
-    /// Whether requests still get answered: also true for the last lines of a half-closed client.
-    var answersRequests: Bool { self == .reading || self == .paused || self == .inputEnded }
-
     /// The client's backlog went over the bound: stop reading.
     mutating func pause() -> Bool {
         guard self == .reading else { return false }
