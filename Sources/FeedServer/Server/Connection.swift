@@ -18,9 +18,9 @@ final class Connection: SubscriptionOutput {
     /// What the event loop watches for: requests while reading, writability while output waits.
     private var interest: EventLoop.Interest = .readable
     private var output = OutputQueue()
-    /// Since when the socket has refused output that is waiting, and the timer that ends the
-    /// connection if it goes on; nil while output flows.
-    private var blocked: (since: ContinuousClock.Instant, timer: EventLoop.Timer)?
+    /// Set while the socket refuses output that is waiting: the timer that ends the connection
+    /// if that lasts `stall_timeout`. Nil while output flows.
+    private var stallTimer: EventLoop.Timer?
     private var subscriptions: [String: Subscription] = [:]
     /// `max_line_bytes` when the client connected; a reload applies to later connections.
     private let maxLineBytes: Int
@@ -47,9 +47,9 @@ final class Connection: SubscriptionOutput {
 
     private func handle(_ readiness: EventLoop.Readiness) {
         if readiness.isReadable, state.isReading { readAvailable() }
-        if readiness.isWritable || readiness.isHangUp, blocked != nil, !state.isClosed { writable() }
+        if readiness.isWritable || readiness.isHangUp, stallTimer != nil, !state.isClosed { writable() }
         // The peer is gone and nothing is left to read from it: nothing can reach it either.
-        if readiness.isHangUp, !state.isClosed, !state.isReading, blocked == nil { close() }
+        if readiness.isHangUp, !state.isClosed, !state.isReading, stallTimer == nil { close() }
     }
 
     var subscriptionCount: Int { subscriptions.count }
@@ -191,7 +191,7 @@ final class Connection: SubscriptionOutput {
         // Whether or not the socket takes more now, a client whose unread answers are over the
         // bound gets no more requests read until they drain (SPEC §5, flow control).
         defer { if output.byteCount > server.settings.inputPauseBytes, state.pause() { updateInterest() } }
-        guard blocked == nil else { return }
+        guard stallTimer == nil else { return }
         switch output.flush(to: descriptor) {
         case .drained:
             // A client that stopped sending leaves once its last answer is out.
@@ -214,7 +214,7 @@ final class Connection: SubscriptionOutput {
             _ = self.output.flush(to: self.descriptor)
             self.close()
         }
-        blocked = (.now, timer)
+        stallTimer = timer
         updateInterest()
     }
 
@@ -226,8 +226,8 @@ final class Connection: SubscriptionOutput {
             close()
             return
         case .drained:
-            if let blocked { server.loop.cancel(blocked.timer) }
-            blocked = nil
+            if let stallTimer { server.loop.cancel(stallTimer) }
+            stallTimer = nil
             updateInterest()
         }
         resumeReading()
@@ -265,7 +265,7 @@ final class Connection: SubscriptionOutput {
         guard let registration, !state.isClosed else { return }
         var wanted: EventLoop.Interest = []
         if state.isReading { wanted.insert(.readable) }
-        if blocked != nil { wanted.insert(.writable) }
+        if stallTimer != nil { wanted.insert(.writable) }
         guard wanted != interest else { return }
         interest = wanted
         server.loop.change(registration, to: wanted)
@@ -276,8 +276,8 @@ final class Connection: SubscriptionOutput {
     /// Ends the connection now: subscriptions are cancelled, unsent output is dropped.
     func close() {
         guard state.close() else { return }
-        if let blocked { server.loop.cancel(blocked.timer) }
-        blocked = nil
+        if let stallTimer { server.loop.cancel(stallTimer) }
+        stallTimer = nil
         for subscription in subscriptions.values { subscription.cancel() }
         subscriptions.removeAll()
         unhandledInput = []
