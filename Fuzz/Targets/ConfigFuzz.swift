@@ -1,10 +1,13 @@
 // Fuzz target: a config file. Invariant: loading never crashes; every problem names the file.
 import Foundation
 
+/// One transport for the whole run, as in the daemon: each one starts a thread.
+private let transport = CurlTransport()
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
-    let loader = ConfigurationLoader(registry: AdapterRegistry([FileSource.self]), logger: Logger(sink: SilentSink()))
+    let loader = ConfigurationLoader(registry: AdapterRegistry([FileSource.self]), logger: Logger(sink: SilentSink()), transport: transport)
     do {
         _ = try loader.load(text: text, named: "fuzz.toml", dropInDirectory: nil)
     } catch {

@@ -5,7 +5,8 @@ import Foundation
 ///
 /// Each non-blank line is an item whose id is its 1-based line number; a line that is valid JSON
 /// is used as it is, any other line becomes a JSON string. With `follow = true` the feed never
-/// ends: lines appended later (complete lines only) become new pages.
+/// ends: lines appended later (complete lines only) become new pages. Pages are addressed by
+/// number: page N is found through a ``PageIndex`` of the file, without reading the pages before it.
 ///
 /// Options: `path` (required), `page_size` (default 20), `follow` (default false).
 public struct FileSource: SourceAdapter {
@@ -14,20 +15,33 @@ public struct FileSource: SourceAdapter {
     let path: String
     let pageSize: Int
     let follow: Bool
+    /// Where each page starts, built the first time a page is asked for by number alone.
+    private let index: PageIndex
 
     public init(options: AdapterOptions, context: AdapterContext) throws {
         path = try options.requiredString("path")
         pageSize = try options.integer("page_size", in: 1...100_000) ?? 20
         follow = try options.bool("follow") ?? false
+        index = PageIndex(pageSize: pageSize)
         guard path.hasPrefix("/") else {
             throw options.invalid("path", "must be an absolute path, got \"\(path)\"")
         }
     }
 
+    public var pageAddressing: PageAddressing { .direct }
+
     public func fetch(_ request: PageRequest) async throws -> FetchResult {
-        let start = try FilePosition(token: request.token)
         let file = try LineFile(path: path)
         defer { file.close() }
+        let start: FilePosition
+        if request.token != nil || request.page == 1 {
+            start = try FilePosition(token: request.token)
+        } else if let indexed = try index.start(ofPage: request.page, in: file, includeUnterminatedLast: !follow) {
+            start = indexed
+        } else {
+            // The file has fewer pages than that (so far).
+            return follow ? .notYet : .page([], next: .end)
+        }
 
         var reader = try file.lines(from: start, includeUnterminatedLast: !follow)
         var items: [Item] = []
@@ -36,7 +50,9 @@ public struct FileSource: SourceAdapter {
         }
         let next = FilePosition(offset: reader.offset, line: reader.lineNumber)
         if follow {
-            return items.isEmpty ? .notYet : .page(items, next: .more(token: next.token))
+            // A short page reached the end of what is written: look for more only after waiting.
+            if items.isEmpty { return .notYet }
+            return .page(items, next: items.count < pageSize ? .later(token: next.token) : .more(token: next.token))
         }
         let moreFollow = try reader.nextNonBlank() != nil
         return .page(items, next: moreFollow ? .more(token: next.token) : .end)

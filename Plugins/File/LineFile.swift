@@ -29,12 +29,14 @@ final class LineFile {
         return LineReader(file: self, position: position, includeUnterminatedLast: includeUnterminatedLast)
     }
 
-    fileprivate func read(at offset: Int64, into buffer: inout [UInt8]) throws -> Int {
-        let count = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
-        guard count >= 0 else {
+    /// Reads what fits in `buffer` from `offset`; 0 at the end of the file.
+    func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while true {
+            let count = pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset))
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
             throw SourceError.transient("cannot read \(path): \(String(cString: strerror(errno)))")
         }
-        return count
     }
 }
 
@@ -67,7 +69,7 @@ struct LineReader {
     /// The next line with anything but white space on it, or `nil` at the end of the file.
     mutating func nextNonBlank() throws -> Line? {
         while let line = try nextLine() {
-            if line.text.contains(where: { !Self.isWhiteSpace($0) }) { return line }
+            if !Self.isBlank(line.text) { return line }
         }
         return nil
     }
@@ -95,14 +97,24 @@ struct LineReader {
         return line
     }
 
+    /// Reads the next 16 KiB straight into the chunk: a page of short lines costs one small read.
     private mutating func readMore() throws {
         chunk.removeFirst(chunkStart)
         chunkOffset += Int64(chunkStart)
         chunkStart = 0
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        let count = try file.read(at: chunkOffset + Int64(chunk.count), into: &buffer)
+        let filled = chunk.count
+        let readSize = 16 << 10
+        chunk.append(contentsOf: repeatElement(0, count: readSize))
+        let count = try chunk.withUnsafeMutableBytes { bytes in
+            try file.read(at: chunkOffset + Int64(filled), into: UnsafeMutableRawBufferPointer(rebasing: bytes[filled...]))
+        }
+        chunk.removeLast(readSize - count)
         if count == 0 { atEndOfFile = true }
-        chunk.append(contentsOf: buffer[0..<count])
+    }
+
+    /// Whether a line has nothing but white space on it (such lines are skipped).
+    static func isBlank(_ line: some Collection<UInt8>) -> Bool {
+        !line.contains { !isWhiteSpace($0) }
     }
 
     private static func isWhiteSpace(_ byte: UInt8) -> Bool {

@@ -6,7 +6,8 @@ import Foundation
 /// `GET` the URL template with `{page}` replaced by the page number; each body is
 /// `{"items": [{"id": …, "label": …}, …], "hasMorePages": bool}`. Item ids come from `id`. The feed
 /// ends on `hasMorePages == false`, unless the feed has a `poll` interval: then the last page is
-/// fetched again every `poll`, and as soon as it says more pages follow, the next one is published.
+/// fetched again every `poll` (the first time one `poll` after it was fetched), and as soon as it
+/// says more pages follow, the next one is published. Pages are addressed by number.
 ///
 /// Options: `url` (required, must contain `{page}`).
 public struct S3FeedSource: SourceAdapter {
@@ -33,6 +34,8 @@ public struct S3FeedSource: SourceAdapter {
         http = context.http
     }
 
+    public var pageAddressing: PageAddressing { .direct }
+
     public func fetch(_ request: PageRequest) async throws -> FetchResult {
         if request.token == Self.recheckToken, request.page > 1 {
             let previous = try await page(request.page - 1)
@@ -40,7 +43,9 @@ public struct S3FeedSource: SourceAdapter {
         }
         let current = try await page(request.page)
         if current.hasMorePages { return .page(current.items, next: .more(token: nil)) }
-        return .page(current.items, next: polls ? .more(token: Self.recheckToken) : .end)
+        // Polled, the last page is looked at again only after `poll`: `.later` makes the daemon
+        // wait before asking for the page after it, which starts by re-reading this one.
+        return .page(current.items, next: polls ? .later(token: Self.recheckToken) : .end)
     }
 
     private func page(_ number: Int) async throws -> (items: [Item], hasMorePages: Bool) {

@@ -14,6 +14,7 @@ final class Daemon {
     private let logger: Logger
     private let notifier = SystemdNotifier()
     private let loop = EventLoop()
+    private let transport = CurlTransport()
     /// The running feeds and the server; both exist from start-up on (nil only before).
     private var directory: FeedDirectory?
     private var server: Server?
@@ -36,7 +37,7 @@ final class Daemon {
         logger = Logger(sink: sink)
     }
 
-    private var configLoading: ConfigLoading { ConfigLoading(paths: paths, logger: logger) }
+    private var configLoading: ConfigLoading { ConfigLoading(paths: paths, logger: logger, transport: transport) }
 
     func run() -> Never {
         signal(SIGPIPE, SIG_IGN)

@@ -35,7 +35,8 @@ public enum Feedd {
     /// and sent `configure`).
     private static func checkConfig(configPath: String?) -> Int32 {
         let sink = JournalLogSink(minimumLevel: .error)
-        let loader = ConfigLoading(paths: RuntimePaths(environment: ProcessInfo.processInfo.environment), logger: Logger(sink: sink))
+        let loader = ConfigLoading(
+            paths: RuntimePaths(environment: ProcessInfo.processInfo.environment), logger: Logger(sink: sink), transport: CurlTransport())
         let configuration: Configuration
         do {
             configuration = try loader.load(explicitPath: configPath)
@@ -85,9 +86,12 @@ public enum Feedd {
 struct ConfigLoading {
     let paths: RuntimePaths
     let logger: Logger
+    /// The one HTTP transport of the process: every feed's adapter gets it, so connections to an
+    /// upstream are shared, and its thread is started once.
+    let transport: any HTTPTransport
 
     func load(explicitPath: String?) throws(ConfigError) -> Configuration {
-        let loader = ConfigurationLoader(registry: builtinAdapters, logger: logger)
+        let loader = ConfigurationLoader(registry: builtinAdapters, logger: logger, transport: transport)
         if let file = paths.configFile(explicit: explicitPath) {
             return try loader.load(file: file)
         }

@@ -2,24 +2,24 @@
 ///
 /// Every outgoing line is built with this writer rather than `JSONEncoder`, which is an order of
 /// magnitude slower; a page line is built once and its bytes are shared by every subscriber.
-public struct JSONWriter: Sendable {
+package struct JSONWriter: Sendable {
     /// The bytes written so far.
-    public var bytes: [UInt8]
+    package var bytes: [UInt8]
 
-    public init(reservingCapacity capacity: Int = 256) {
+    package init(reservingCapacity capacity: Int = 256) {
         bytes = []
         bytes.reserveCapacity(capacity)
     }
 
-    public mutating func raw(_ text: StaticString) {
+    package mutating func raw(_ text: StaticString) {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    public mutating func raw(_ byte: UInt8) {
+    package mutating func raw(_ byte: UInt8) {
         bytes.append(byte)
     }
 
-    public mutating func value(_ value: JSONValue) {
+    package mutating func value(_ value: JSONValue) {
         switch value {
         case .null: raw("null")
         case .bool(let flag): flag ? raw("true") : raw("false")
@@ -45,11 +45,11 @@ public struct JSONWriter: Sendable {
         }
     }
 
-    public mutating func number(_ integer: some BinaryInteger) {
+    package mutating func number(_ integer: some BinaryInteger) {
         bytes.append(contentsOf: String(integer).utf8)
     }
 
-    public mutating func number(_ double: Double) {
+    package mutating func number(_ double: Double) {
         guard double.isFinite else { return raw("null") }
         // An integral value is written as the integer it exactly is, so it reads back as the same
         // integer however it was spelt; anything else in Swift's shortest round-trip form.
@@ -60,7 +60,7 @@ public struct JSONWriter: Sendable {
     }
 
     /// A JSON string: quotes, backslashes and control characters escaped, everything else as UTF-8.
-    public mutating func string(_ string: String) {
+    package mutating func string(_ string: String) {
         raw(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { utf8 in
@@ -88,7 +88,7 @@ public struct JSONWriter: Sendable {
     }
 
     /// Writes `"key":` for the next member of an object the caller is building.
-    public mutating func key(_ key: StaticString) {
+    package mutating func key(_ key: StaticString) {
         raw(UInt8(ascii: "\""))
         raw(key)
         raw("\":")
@@ -99,12 +99,12 @@ public struct JSONWriter: Sendable {
 
 extension JSONValue {
     /// This value as compact JSON text.
-    public var serialized: [UInt8] {
+    package var serialized: [UInt8] {
         var writer = JSONWriter()
         writer.value(self)
         return writer.bytes
     }
 
     /// This value as compact JSON text in a `String`.
-    public var jsonText: String { String(decoding: serialized, as: UTF8.self) }
+    package var jsonText: String { String(decoding: serialized, as: UTF8.self) }
 }

@@ -6,10 +6,17 @@
 ///
 /// Rules an adapter can rely on and must keep:
 /// - `fetch` is never called concurrently for the same adapter instance.
+/// - A call that takes longer than the feed's `timeout` is abandoned: the engine stops waiting
+///   and, before it calls `fetch` again, either waits for the abandoned call to return or
+///   replaces the adapter instance. An adapter never sees two calls at once either way.
 /// - Page 1 comes with `token == nil`; page N+1 comes with the token page N returned, so an
 ///   adapter whose source pages by cursor keeps its cursor in the token. A page may be asked for
-///   again later with the same token (its cache entry was dropped), and should come back the same
-///   if the source allows.
+///   again later with the same token (its cache entry was dropped, or the daemon restarted), and
+///   should come back the same if the source allows.
+/// - An adapter whose ``pageAddressing`` is ``PageAddressing/direct`` can also be asked for any
+///   page N with `token == nil`, and must answer with the same page as when walking to it.
+/// - Randomness that shapes pages comes from ``PageRequest/seed``, which the engine chooses when a
+///   generation starts and keeps across restarts, so a page asked for again comes back the same.
 /// - Throw ``SourceError`` to say what went wrong; the daemon retries with backoff, keeps the
 ///   feed up and tells subscribers. Any other error counts as ``SourceError/transient(_:retryAfter:)``.
 /// - Option validation happens in `init`: read every key you support from ``AdapterOptions``;
@@ -51,6 +58,10 @@ public protocol SourceAdapter: Sendable {
     /// Fetches the page described by `request`.
     func fetch(_ request: PageRequest) async throws -> FetchResult
 
+    /// Whether any page can be fetched from its number alone; ``PageAddressing/sequential`` (the
+    /// default) means page N+1 needs the token page N returned.
+    var pageAddressing: PageAddressing { get }
+
     /// Returns when the source may have data past what it last returned as ``FetchResult/notYet``.
     /// The default waits for the feed's `poll` interval; a live source can return sooner.
     func waitForNewData(after request: PageRequest, pollInterval: Duration) async throws
@@ -65,6 +76,8 @@ public protocol SourceAdapter: Sendable {
 }
 
 extension SourceAdapter {
+    public var pageAddressing: PageAddressing { .sequential }
+
     public func waitForNewData(after request: PageRequest, pollInterval: Duration) async throws {
         try await Task.sleep(for: pollInterval)
     }
@@ -83,12 +96,26 @@ public struct PageRequest: Sendable, Hashable {
     public let token: String?
     /// The feed's generation; a refresh starts a new one, and page 1 again.
     public let generation: Int
+    /// Chosen at random when the generation started and the same for every page of it, across
+    /// restarts and on every instance of a fleet: an adapter whose pages depend on a random seed
+    /// (randomuser without a fixed `seed`) uses this one, so a page fetched again is the same page.
+    public let seed: String
 
-    public init(page: Int, token: String?, generation: Int) {
+    public init(page: Int, token: String?, generation: Int, seed: String) {
         self.page = page
         self.token = token
         self.generation = generation
+        self.seed = seed
     }
+}
+
+/// How an adapter's pages can be reached (``SourceAdapter/pageAddressing``).
+public enum PageAddressing: Sendable, Hashable {
+    /// Page N+1 needs the token page N returned: the engine walks the pages in order.
+    case sequential
+    /// Page N can be fetched from its number alone (with `token == nil`), so a subscriber that
+    /// starts after page 49,000 costs one request, not 49,000.
+    case direct
 }
 
 /// What an adapter answers to a ``PageRequest``.
@@ -104,6 +131,10 @@ public enum FetchResult: Sendable, Hashable {
 public enum NextPage: Sendable, Hashable {
     /// Another page follows; `token` is handed back with the request for it.
     case more(token: String?)
+    /// No page follows yet, but one may later (a polled source at its newest page): the daemon
+    /// asks for the next page with `token` only after
+    /// ``SourceAdapter/waitForNewData(after:pollInterval:)`` returns, instead of at once.
+    case later(token: String?)
     /// The source has ended: the page just fetched is the last.
     case end
 }
@@ -118,26 +149,28 @@ public struct AdapterContext: Sendable {
     public let pollInterval: Duration?
     /// Where the adapter logs; lines are tagged with the feed.
     public let logger: Logger
-    /// The daemon's HTTP transport, shared by every feed.
+    /// The daemon's HTTP transport, shared by every feed so connections to an upstream are reused.
     public let transport: any HTTPTransport
+    /// A directory of this feed's own where the adapter may keep small files that must survive a
+    /// restart (what an RSS feed has already published, say); nil where nothing is kept
+    /// (`check-config`, tests), and then the adapter keeps that memory in the process only.
+    public let stateDirectory: String?
 
     public init(
         feed: String, requestTimeout: Duration, pollInterval: Duration? = nil, logger: Logger,
-        transport: any HTTPTransport = sharedTransport
+        transport: any HTTPTransport, stateDirectory: String? = nil
     ) {
         self.feed = feed
         self.requestTimeout = requestTimeout
         self.pollInterval = pollInterval
         self.logger = logger
         self.transport = transport
+        self.stateDirectory = stateDirectory
     }
 
     /// The shared HTTP layer with this feed's timeout.
     public var http: HTTPSource { HTTPSource(transport: transport, timeout: requestTimeout) }
 }
-
-/// The one transport every feed fetches through, so connections to an upstream are reused.
-public let sharedTransport: any HTTPTransport = CurlTransport()
 
 /// The daemon's version, as `feedd --version` and the socket's `hello` line report it.
 public let feeddVersion = "0.1.0"

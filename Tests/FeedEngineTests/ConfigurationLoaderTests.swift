@@ -6,7 +6,7 @@ import Testing
 @testable import FeedEngine
 
 @Suite struct ConfigurationLoaderTests {
-    let loader = ConfigurationLoader(registry: AdapterRegistry([FileSource.self]), logger: Logger(sink: NoLog()))
+    let loader = ConfigurationLoader(registry: AdapterRegistry([FileSource.self]), logger: Logger(sink: NoLog()), transport: CurlTransport())
 
     func load(_ text: String) throws(ConfigError) -> Configuration {
         try loader.load(text: text, named: "test.toml", dropInDirectory: nil)
@@ -93,7 +93,7 @@ import Testing
 
 /// Issue 14: a config can neither open the socket by mistake nor be read half-way silently.
 @Suite struct HostileConfigurationTests {
-    let loader = ConfigurationLoader(registry: AdapterRegistry([FileSource.self]), logger: Logger(sink: NoLog()))
+    let loader = ConfigurationLoader(registry: AdapterRegistry([FileSource.self]), logger: Logger(sink: NoLog()), transport: CurlTransport())
 
     func problems(_ text: String) -> [ConfigProblem] {
         do {

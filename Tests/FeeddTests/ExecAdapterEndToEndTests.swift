@@ -8,20 +8,48 @@ import TestSupport
     static let scriptedPlugin = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../plugins/scripted-plugin").standardized.path
 
-    static func daemon(failPage: Int? = nil, how: String = "none", timeout: String = "10s") throws -> DaemonProcess {
+    static func daemon(
+        failPage: Int? = nil, how: String = "none", timeout: String = "10s", pages: Int = 3, extra: String = ""
+    ) throws -> DaemonProcess {
         let directory = try TemporaryDirectory()
         return try DaemonProcess(config: """
             [feeds.custom]
             source = "exec"
             command = ["\(scriptedPlugin)"]
             page_size = 2
-            pages = 3
+            pages = \(pages)
             fail_page = \(failPage ?? 0)
             fail_how = "\(how)"
             once = "\(directory.path("failed-once"))"
             timeout = "\(timeout)"
             retry_max_delay = "300ms"
+            \(extra)
             """, directory: directory)
+    }
+
+    /// Issue 12, defect 1: a refresh while page 1 is being fetched used to start a second fetch
+    /// beside it, and the plugin's answer to the abandoned one was taken for the next request, so
+    /// every later page held the items of the one before.
+    @Test func a_refresh_during_a_fetch_never_shifts_the_pages_of_the_new_generation() throws {
+        let daemon = try Self.daemon(pages: 10, extra: "prefetch = 0\ndelay = 0.5")
+        let client = try daemon.connect()
+        try client.send("next custom")
+        try client.expect("subscribed")
+        try daemon.log.waitForLine(containing: "fetching page 1")
+        let refreshed = try client.request("refresh custom")
+        #expect(refreshed["type"] == "refreshed" && refreshed["generation"] == 2)
+        // The `next` sent before the refresh is answered in the new generation.
+        var pages = [try client.read(until: "page").found]
+        for _ in 2...3 {
+            try client.send("next custom")
+            pages.append(try client.read(until: "page").found)
+        }
+        #expect(pages.map { $0["generation"] } == [2, 2, 2])
+        #expect(JSONValue.pageNumbers(pages) == [1, 2, 3])
+        for (index, page) in pages.enumerated() {
+            #expect(page["items"]?.arrayValue?.first?["id"] == .string("\(index + 1)-0"), "page \(index + 1) holds its own items")
+        }
+        #expect(!daemon.log.lines.contains { $0.contains("CONTINUATION MISUSE") })
     }
 
     static func readAllPages(_ client: TestClient) throws -> (pages: [JSONValue], notices: [JSONValue]) {
@@ -49,7 +77,7 @@ import TestSupport
         #expect(pages[1]["items"]?.arrayValue?.first?["id"] == "2-0")
         #expect(notices.count == 1, "\(notices.map(\.jsonText))")
         #expect(notices.first?["code"] == "upstream" && notices.first?["id"] == "all")
-        let expected = ["crash": "exited with status 3", "hang": "did not answer within 700 ms", "garbage": "wrote a line that is not a JSON object"]
+        let expected = ["crash": "exited with status 3", "hang": "answer within 700 ms", "garbage": "wrote a line that is not a JSON object"]
         #expect(notices.first?["message"]?.stringValue?.contains(expected[how]!) == true, "\(notices.first?.jsonText ?? "")")
         try daemon.log.waitForLine(containing: "start 2")
     }

@@ -39,7 +39,7 @@ import TestSupport
         #expect(upstream.received.map { $0.query } == (1...3).map { ["results": "3", "page": String($0), "seed": "fixed"] })
     }
 
-    @Test func without_a_seed_the_first_pages_seed_pages_the_rest_and_refresh_gets_a_new_one() throws {
+    @Test func without_a_seed_the_generations_seed_pages_every_page_and_refresh_gets_a_new_one() throws {
         let upstream = try LoopbackUpstream()
         let daemon = try Self.users(upstream, "prefetch = 0")
         let asker = try daemon.connect()
@@ -47,9 +47,9 @@ import TestSupport
         try asker.send("next users 2")
         try asker.expect("subscribed")
         let pages = try [asker.expect("page"), asker.expect("page")]
-        #expect(upstream.received[0].query["seed"] == nil)
-        #expect(upstream.received[1].query["seed"] == "auto1")
-        #expect(pages[1]["items"]?.arrayValue?.first?["id"] == "auto1-2-0")
+        let seed = try #require(upstream.received[0].query["seed"])
+        #expect(upstream.received[1].query["seed"] == seed)
+        #expect(pages[1]["items"]?.arrayValue?.first?["id"] == .string("\(seed)-2-0"))
         try other.send("next users")
         _ = try other.read(until: "page")
         let refreshed = try asker.request("refresh users")
@@ -59,7 +59,9 @@ import TestSupport
             try client.send("next users")
             let page = try client.expect("page")
             #expect(page["page"] == 1 && page["generation"] == 2)
-            #expect(page["items"]?.arrayValue?.first?["id"] == "auto2-1-0")
+            let newSeed = try #require(upstream.received.last?.query["seed"])
+            #expect(newSeed != seed)
+            #expect(page["items"]?.arrayValue?.first?["id"] == .string("\(newSeed)-1-0"))
         }
     }
 

@@ -14,7 +14,7 @@ import TestSupport
     func source(_ text: String, pageSize: Int = 2, follow: Bool = false) throws -> (FileSource, String) {
         let path = try directory.write("data.ndjson", text)
         let options = AdapterOptions(feed: "test", values: ["path": .string(path), "page_size": .integer(Int64(pageSize)), "follow": .bool(follow)])
-        let context = AdapterContext(feed: "test", requestTimeout: .seconds(1), logger: Logger(sink: DiscardingSink()))
+        let context = AdapterConformance.context(timeout: .seconds(1))
         return (try FileSource(options: options, context: context), path)
     }
 
@@ -23,7 +23,7 @@ import TestSupport
         var pages: [[Item]] = []
         var token: String?
         for page in 1... {
-            switch try await source.fetch(PageRequest(page: page, token: token, generation: 1)) {
+            switch try await source.fetch(PageRequest(page: page, token: token, generation: 1, seed: "test")) {
             case .notYet:
                 return pages
             case .page(let items, let next):
@@ -58,21 +58,21 @@ import TestSupport
 
     @Test func the_last_page_says_end_even_when_it_is_full() async throws {
         let (source, _) = try source("1\n2\n3\n4\n\n\n", pageSize: 2)
-        let second = try await source.fetch(PageRequest(page: 2, token: "4:3", generation: 1))
+        let second = try await source.fetch(PageRequest(page: 2, token: "4:3", generation: 1, seed: "test"))
         #expect(second == .page([Item(id: "3", data: 3), Item(id: "4", data: 4)], next: .end))
     }
 
     @Test func an_empty_file_is_one_empty_last_page() async throws {
         let (source, _) = try source("")
-        #expect(try await source.fetch(PageRequest(page: 1, token: nil, generation: 1)) == .page([], next: .end))
+        #expect(try await source.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "test")) == .page([], next: .end))
     }
 
     @Test func a_page_asked_for_again_comes_back_the_same() async throws {
         let (source, _) = try source("a\nb\nc\nd\n")
-        let first = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1))
+        let first = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "test"))
         guard case .page(_, .more(let token)) = first else { Issue.record("no second page"); return }
-        let second = try await source.fetch(PageRequest(page: 2, token: token, generation: 1))
-        #expect(try await source.fetch(PageRequest(page: 2, token: token, generation: 1)) == second)
+        let second = try await source.fetch(PageRequest(page: 2, token: token, generation: 1, seed: "test"))
+        #expect(try await source.fetch(PageRequest(page: 2, token: token, generation: 1, seed: "test")) == second)
     }
 
     @Test func following_waits_for_complete_lines() async throws {
@@ -83,18 +83,18 @@ import TestSupport
         handle.seekToEndOfFile()
         handle.write(Data("ial\n".utf8))
         try handle.close()
-        let resumed = try await source.fetch(PageRequest(page: 3, token: "14:4", generation: 1))
-        #expect(resumed == .page([Item(id: "4", data: "partial")], next: .more(token: "22:5")))
+        let resumed = try await source.fetch(PageRequest(page: 3, token: "14:4", generation: 1, seed: "test"))
+        #expect(resumed == .page([Item(id: "4", data: "partial")], next: .later(token: "22:5")), "a short page: look again only later")
     }
 
     @Test func a_missing_file_is_an_upstream_error_not_a_crash() async throws {
         let (source, path) = try source("x\n")
         try FileManager.default.removeItem(atPath: path)
-        await #expect(throws: SourceError.self) { try await source.fetch(PageRequest(page: 1, token: nil, generation: 1)) }
+        await #expect(throws: SourceError.self) { try await source.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "test")) }
     }
 
     @Test func options_are_validated() throws {
-        let context = AdapterContext(feed: "f", requestTimeout: .seconds(1), logger: Logger(sink: DiscardingSink()))
+        let context = AdapterConformance.context(feed: "f", timeout: .seconds(1))
         #expect(throws: OptionError(table: "feeds.f", key: "path", message: "is required")) {
             try FileSource(options: AdapterOptions(feed: "f", values: [:]), context: context)
         }

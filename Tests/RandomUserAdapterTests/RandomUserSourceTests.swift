@@ -18,8 +18,8 @@ import TestSupport
     @Test func a_fixed_seed_pages_the_same_users_every_generation() async throws {
         let upstream = try LoopbackUpstream()
         let source = try adapter(upstream, seed: "fixed")
-        let first = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1))
-        let later = try await source.fetch(PageRequest(page: 1, token: nil, generation: 7))
+        let first = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "test"))
+        let later = try await source.fetch(PageRequest(page: 1, token: nil, generation: 7, seed: "test"))
         #expect(first == later)
     }
 

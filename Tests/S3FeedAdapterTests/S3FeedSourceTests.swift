@@ -16,17 +16,17 @@ import TestSupport
         try await AdapterConformance.check(try adapter(upstream), pages: .finite(3), failing: try adapter(upstream, template: "/none-{page}.json"))
     }
 
-    @Test func a_polled_feed_says_not_yet_past_its_last_page() async throws {
+    @Test func a_polled_feed_looks_past_its_last_page_only_later() async throws {
         let upstream = try LoopbackUpstream()
         upstream.setFeedPages([["a"]])
         let source = try adapter(upstream, poll: .seconds(1))
-        guard case .page(_, .more(let token)) = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1)) else {
-            Issue.record("a polled feed must not end")
+        guard case .page(_, .later(let token)) = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "test")) else {
+            Issue.record("a polled feed must not end, nor ask for the next page at once")
             return
         }
-        #expect(try await source.fetch(PageRequest(page: 2, token: token, generation: 1)) == .notYet)
+        #expect(try await source.fetch(PageRequest(page: 2, token: token, generation: 1, seed: "test")) == .notYet)
         upstream.setFeedPages([["a"], ["b"]])
-        guard case .page(let items, _) = try await source.fetch(PageRequest(page: 2, token: token, generation: 1)) else {
+        guard case .page(let items, _) = try await source.fetch(PageRequest(page: 2, token: token, generation: 1, seed: "test")) else {
             Issue.record("page 2 did not come")
             return
         }

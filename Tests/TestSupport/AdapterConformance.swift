@@ -12,6 +12,8 @@ import FeedKit
 /// - ids are non-empty and unique across the pages read;
 /// - a page asked for again with the same token comes back the same (ids stable);
 /// - a finite source reports `.end` on its last page and `.more` before it;
+/// - an adapter that says its pages are ``PageAddressing/direct`` answers every page asked for
+///   by its number alone (no token) with the page it gave when walked to;
 /// - a broken source throws ``SourceError``, never another error.
 public enum AdapterConformance {
     public enum Pages: Sendable {
@@ -33,7 +35,7 @@ public enum AdapterConformance {
         var firstFetch: [FetchResult] = []
         for page in 1...count {
             tokens.append(token)
-            let result = try await fetch(adapter, PageRequest(page: page, token: token, generation: 1))
+            let result = try await fetch(adapter, PageRequest(page: page, token: token, generation: 1, seed: "test"))
             guard case .page(let items, let next) = result else { throw TestFailure("page \(page): got \(result), not a page") }
             firstFetch.append(result)
             for item in items {
@@ -45,19 +47,25 @@ public enum AdapterConformance {
                 break
             case (.end, _):
                 throw TestFailure("page \(page): the source ended early")
-            case (.more, .finite(let total)) where page == total:
+            case (.more, .finite(let total)) where page == total, (.later, .finite(let total)) where page == total:
                 throw TestFailure("page \(page): the last page does not report the end")
-            case (.more(let nextToken), _):
+            case (.more(let nextToken), _), (.later(let nextToken), _):
                 token = nextToken
             }
         }
         for page in [1, count] {
-            let again = try await fetch(adapter, PageRequest(page: page, token: tokens[page - 1], generation: 1))
+            let again = try await fetch(adapter, PageRequest(page: page, token: tokens[page - 1], generation: 1, seed: "test"))
             guard again == firstFetch[page - 1] else { throw TestFailure("page \(page) came back different when asked again") }
+        }
+        if adapter.pageAddressing == .direct {
+            for page in (1...count).reversed() {
+                let direct = try await fetch(adapter, PageRequest(page: page, token: nil, generation: 1, seed: "test"))
+                guard direct == firstFetch[page - 1] else { throw TestFailure("page \(page) asked for by number differs from page \(page) walked to") }
+            }
         }
         if let failing {
             do {
-                let result = try await failing.fetch(PageRequest(page: 1, token: nil, generation: 1))
+                let result = try await failing.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "test"))
                 throw TestFailure("the broken source answered \(result)")
             } catch is SourceError {
             } catch let failure as TestFailure {
@@ -77,7 +85,15 @@ public enum AdapterConformance {
     }
 
     /// An adapter context for tests: logs go nowhere unless a sink is given.
-    public static func context(feed: String = "test", timeout: Duration = .seconds(5), poll: Duration? = nil, sink: any LogSink = DiscardingSink()) -> AdapterContext {
-        AdapterContext(feed: feed, requestTimeout: timeout, pollInterval: poll, logger: Logger(sink: sink))
+    public static func context(
+        feed: String = "test", timeout: Duration = .seconds(5), poll: Duration? = nil, sink: any LogSink = DiscardingSink(),
+        stateDirectory: String? = nil
+    ) -> AdapterContext {
+        AdapterContext(
+            feed: feed, requestTimeout: timeout, pollInterval: poll, logger: Logger(sink: sink), transport: transport,
+            stateDirectory: stateDirectory)
     }
+
+    /// One transport for every test in the process, as the daemon has one.
+    public static let transport: any HTTPTransport = CurlTransport()
 }

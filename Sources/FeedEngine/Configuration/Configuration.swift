@@ -36,6 +36,8 @@ public struct FeedSettings: Sendable, Equatable {
     public var timeout: Duration = .seconds(10)
     public var retryMaxDelay: Duration = .seconds(60)
     public var cachePages = 256
+    /// The memory the cached pages may take, as the daemon really holds them.
+    public var cacheBytes = 64 << 20
     /// The adapter's own options, as written.
     public var options: [String: JSONValue] = [:]
 
@@ -44,18 +46,33 @@ public struct FeedSettings: Sendable, Equatable {
         self.source = source
         self.prefetch = prefetch
     }
+
+    /// Whether a feed with `other`'s settings has the same pages as one with these (SPEC §3): the
+    /// source, its options and `wrap` shape them; how often, how fast and how much is fetched
+    /// ahead or cached (`timeout`, `poll`, `prefetch`, `retry_max_delay`, `cache_pages`,
+    /// `cache_bytes`) does not. A reload that keeps them keeps the generation and every cursor.
+    public func shapesSamePages(as other: FeedSettings) -> Bool {
+        name == other.name && source == other.source && options == other.options && wrap == other.wrap
+    }
 }
 
 /// A feed ready to run: its settings and the adapter built (and so validated) from them.
 public struct FeedDefinition: Sendable {
     public let settings: FeedSettings
     public let adapter: any SourceAdapter
+    /// Builds another instance of the same adapter, to replace one whose call never returns;
+    /// nil where that cannot be done (the feed then waits for the call for as long as it takes).
+    public let makeAdapter: (@Sendable () throws -> any SourceAdapter)?
     /// Where its `[feeds.NAME]` table is written.
     public var location: ConfigLocation?
 
-    public init(settings: FeedSettings, adapter: any SourceAdapter, location: ConfigLocation? = nil) {
+    public init(
+        settings: FeedSettings, adapter: any SourceAdapter, makeAdapter: (@Sendable () throws -> any SourceAdapter)? = nil,
+        location: ConfigLocation? = nil
+    ) {
         self.settings = settings
         self.adapter = adapter
+        self.makeAdapter = makeAdapter
         self.location = location
     }
 }

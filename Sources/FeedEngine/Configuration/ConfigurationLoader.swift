@@ -8,10 +8,16 @@ import Glibc
 public struct ConfigurationLoader: Sendable {
     private let registry: AdapterRegistry
     private let logger: Logger
+    private let transport: any HTTPTransport
+    /// Where each feed's adapter gets a directory of its own (`<root>/<feed>`) for state that must
+    /// survive a restart; nil (check-config, tests) keeps that state in memory.
+    private let adapterStateRoot: String?
 
-    public init(registry: AdapterRegistry, logger: Logger) {
+    public init(registry: AdapterRegistry, logger: Logger, transport: any HTTPTransport, adapterStateRoot: String? = nil) {
         self.registry = registry
         self.logger = logger
+        self.transport = transport
+        self.adapterStateRoot = adapterStateRoot
     }
 
     /// Loads `path` and every `*.toml` in `feedd.d/` beside it, in name order.
@@ -218,6 +224,7 @@ public struct ConfigurationLoader: Sendable {
         read { settings.timeout = try positive(table, "timeout") ?? settings.timeout }
         read { settings.retryMaxDelay = try positive(table, "retry_max_delay") ?? settings.retryMaxDelay }
         read { settings.cachePages = try table.integer("cache_pages", in: 1...1_000_000) ?? settings.cachePages }
+        read { settings.cacheBytes = try byteSize(table, "cache_bytes", in: 64 << 10...(1 << 40)) ?? settings.cacheBytes }
         guard problems.count == problemCount else { return nil }
 
         guard let adapterType = registry[source] else {
@@ -225,12 +232,17 @@ public struct ConfigurationLoader: Sendable {
             problems.append(document.problem(at: ["feeds", name, "source"], "feeds.\(name).source: unknown source \"\(source)\" (known: \(known))"))
             return nil
         }
-        let daemonKeys: Set = ["source", "prefetch", "wrap", "poll", "timeout", "retry_max_delay", "cache_pages"]
+        let daemonKeys: Set = ["source", "prefetch", "wrap", "poll", "timeout", "retry_max_delay", "cache_pages", "cache_bytes"]
         settings.options = values.filter { !daemonKeys.contains($0.key) }
         let options = AdapterOptions(feed: name, values: settings.options)
         let context = AdapterContext(
-            feed: name, requestTimeout: settings.timeout, pollInterval: settings.poll, logger: logger.labelled("feed \(name)"))
+            feed: name, requestTimeout: settings.timeout, pollInterval: settings.poll, logger: logger.labelled("feed \(name)"),
+            transport: transport, stateDirectory: adapterStateRoot.map { "\($0)/\(name)" })
         let adapter: any SourceAdapter
+        let values = settings.options
+        let makeAdapter: @Sendable () throws -> any SourceAdapter = {
+            try adapterType.init(options: AdapterOptions(feed: name, values: values), context: context)
+        }
         do {
             adapter = try adapterType.init(options: options, context: context)
         } catch let error as OptionError {
@@ -245,7 +257,29 @@ public struct ConfigurationLoader: Sendable {
         }
         let written = document.problem(at: ["feeds", name], "")
         let location = ConfigLocation(file: written.file, line: written.line, column: written.column)
-        return problems.count == problemCount ? FeedDefinition(settings: settings, adapter: adapter, location: location) : nil
+        return problems.count == problemCount
+            ? FeedDefinition(settings: settings, adapter: adapter, makeAdapter: makeAdapter, location: location) : nil
+    }
+
+    /// A size such as `"512KiB"`, `"64MiB"` or `"1GiB"` (or a plain number of bytes) within `range`.
+    private func byteSize(_ table: ConfigTable, _ key: String, in range: ClosedRange<Int>) throws(OptionError) -> Int? {
+        guard let value = table.value(key) else { return nil }
+        let bytes: Int?
+        if let integer = value.integerValue, case .integer = value {
+            bytes = Int(exactly: integer)
+        } else if let text = value.stringValue {
+            bytes = ByteSize.parse(text)
+        } else {
+            bytes = nil
+        }
+        guard let bytes else {
+            throw table.invalid(key, "expected a size such as \"512KiB\", \"64MiB\" or \"1GiB\"")
+        }
+        guard range.contains(bytes) else {
+            throw table.invalid(key, "must be from \(ByteSize.format(range.lowerBound)) to \(ByteSize.format(range.upperBound))")
+        }
+        table.accept(key)
+        return bytes
     }
 
     private func positive(_ table: ConfigTable, _ key: String) throws(OptionError) -> Duration? {
@@ -312,5 +346,26 @@ public enum FeedName {
         }
         return isLowerAlphanumeric(bytes[0])
             && bytes.dropFirst().allSatisfy { isLowerAlphanumeric($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+}
+
+/// Sizes as the config writes them: a whole number and a binary unit, `B`, `KiB`, `MiB`, `GiB`, `TiB`.
+enum ByteSize {
+    private static let units: [(suffix: String, shift: Int)] = [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10), ("B", 0)]
+
+    static func parse(_ text: String) -> Int? {
+        for unit in units where text.hasSuffix(unit.suffix) {
+            let number = text.dropLast(unit.suffix.count).trimmingCharacters(in: .whitespaces)
+            guard let value = Int(number), value >= 0, value <= (Int.max >> unit.shift) else { return nil }
+            return value << unit.shift
+        }
+        return nil
+    }
+
+    static func format(_ bytes: Int) -> String {
+        for unit in units where bytes >= (1 << unit.shift) && bytes % (1 << unit.shift) == 0 {
+            return "\(bytes >> unit.shift)\(unit.suffix)"
+        }
+        return "\(bytes)B"
     }
 }

@@ -1,58 +1,76 @@
 import FeedKit
 
-/// One configured feed at run time: its page cache, its single upstream fetcher and its subscriptions.
+/// One configured feed at run time: its subscriptions, its page cache and its one upstream.
 ///
-/// Everything here runs on the main actor, so the cache, the positions of every subscription and
-/// the fetch state have one owner. Only the adapter's `fetch` and the encoding of its page run
-/// elsewhere; the page comes back here tagged with the generation it was started in, and a stale
-/// one is dropped.
+/// Everything here runs on the main actor, and each piece of state has one owner: the feed owns
+/// the cache (``PageCache``), what it knows of the generation's pages (``GenerationPaging``) and
+/// the upstream (``UpstreamState``); each ``Subscription`` owns its own position. Only an
+/// adapter's call and the encoding of its page run elsewhere, and their outcome comes back here
+/// tagged with the call it answers, so a stale answer is recognised and dropped.
 ///
-/// Fetching is demand-driven: the feed fetches the lowest page that some subscription wants
-/// (see ``Subscription/wantedPages(prefetch:)``) and is not cached, one request at a time, so any
-/// number of subscribers at the same page cause one upstream request, and nothing is fetched while
-/// nobody moves.
+/// The invariants of SPEC §4 hold by construction of ``UpstreamState``:
+/// - a call starts only from `.idle`, so no two calls to an adapter instance overlap; a call
+///   that must be abandoned (refresh, reload, timeout, stop) is cancelled and *drained*: nothing
+///   else starts until it has returned, or until the instance is replaced after a grace period;
+/// - an answer is used only while the state still holds the call it answers;
+/// - every fetch is bounded by the feed's `timeout`, on the injected clock.
+///
+/// Fetching is demand-driven: the feed fetches the lowest page some subscription waits for, else
+/// the lowest it wants prefetched, one request at a time, so any number of subscribers at the
+/// same page cause one upstream request and nothing is fetched while nobody moves.
 @MainActor
 public final class Feed {
-    public let settings: FeedSettings
+    public private(set) var settings: FeedSettings
     public var name: String { settings.name }
-    let adapter: any SourceAdapter
+    private var adapter: any SourceAdapter
+    /// Builds a fresh instance of the adapter, to replace one whose call never returns.
+    private var makeAdapter: (@Sendable () throws -> any SourceAdapter)?
+    /// The adapter of a reload that kept the feed's pages (a new `timeout`, say): taken into use
+    /// as soon as no call to the current one is in flight.
+    private var replacementAdapter: (any SourceAdapter)?
     private let encoder: any PageEncoder
     let logger: Logger
     /// Where consumer cursors and the generation are kept; nil runs without durable state.
     let store: ConsumerStore?
+    private let clock: any EngineClock
+    private var retryPolicy: RetryPolicy
     /// Called whenever ``health`` changes, for systemd's STATUS line.
     var onHealthChange: (() -> Void)?
 
-    public private(set) var generation: Int
-    private var cache: [Int: Page] = [:]
-    /// How to ask the source for each feed page whose predecessor has been fetched.
-    private var sourceCursors: [Int: PageRequest] = [:]
-    /// The last page of a finite source, once fetched.
-    private var lastPage: Int?
-    /// A live source answered `notYet` for this page; `next` past it answers `end` until new data comes.
-    private var caughtUpAt: Int?
+    private var paging: GenerationPaging
+    private var cache = PageCache()
     private var subscriptions: [ObjectIdentifier: Subscription] = [:]
-    /// The one upstream task in progress: a fetch, a backoff before the next try, or waiting for
-    /// a live source. A new fetch starts only when it is nil.
-    private var upstreamTask: Task<Void, Never>?
-    private var failedAttempts = 0
+    private var upstream: UpstreamState = .idle
+    private var lastCallID = 0
+    private var consecutiveFailures = 0
 
     public private(set) var health: FeedHealth = .ok
     public private(set) var fetchedPages = 0
     public private(set) var upstreamRequests = 0
 
-    init(definition: FeedDefinition, store: ConsumerStore?, encoder: any PageEncoder, logger: Logger) {
+    init(
+        definition: FeedDefinition, store: ConsumerStore?, encoder: any PageEncoder, logger: Logger,
+        clock: any EngineClock = SystemClock(), jitter: (@Sendable () -> Double)? = nil
+    ) {
         settings = definition.settings
         adapter = definition.adapter
+        makeAdapter = definition.makeAdapter
         self.encoder = encoder
         self.store = store
+        self.clock = clock
         self.logger = logger.labelled("feed \(definition.settings.name)")
-        generation = store?.generations[definition.settings.name] ?? 1
-        sourceCursors[1] = PageRequest(page: 1, token: nil, generation: generation)
+        retryPolicy = RetryPolicy(maximumDelay: definition.settings.retryMaxDelay)
+        if let jitter { retryPolicy.jitter = jitter }
+        paging = GenerationPaging(
+            number: store?.generations[definition.settings.name] ?? 1, addressing: definition.adapter.pageAddressing,
+            wraps: definition.settings.wrap)
     }
 
+    public var generation: Int { paging.number }
     public var cachedPages: Int { cache.count }
-    public var reachedEnd: Bool { lastPage != nil }
+    /// The memory the cached pages take (``Page/cost``), which `cache_bytes` bounds.
+    public var cachedBytes: Int { cache.byteCount }
+    public var reachedEnd: Bool { paging.lastPage != nil }
     public var subscriberCount: Int { subscriptions.count }
     public var allSubscriptions: [Subscription] { Array(subscriptions.values) }
 
@@ -60,13 +78,14 @@ public final class Feed {
 
     /// Where a new subscription starts: after `after` if given, else after a consumer's stored cursor, else 0.
     public func startingPoint(consumer: String?, after: Int?) -> Int {
-        after ?? consumer.flatMap { store?.cursor(feed: name, consumer: $0) } ?? 0
+        PageNumber.clamped(after ?? consumer.flatMap { store?.cursor(feed: name, consumer: $0) } ?? 0)
     }
 
     /// Starts a subscription after page `after` of the current generation. A consumer's starting
     /// point is stored, and a subscription of the same consumer elsewhere is taken over. Pages
     /// flow once the caller, having announced the subscription, calls ``pump(_:)``.
     public func subscribe(output: any SubscriptionOutput, consumer: String?, after: Int, follows: Bool) throws(StoreError) -> Subscription {
+        let after = PageNumber.clamped(after)
         if let consumer {
             try store?.store(feed: name, consumer: consumer, cursor: after)
             for other in subscriptions.values where other.consumer == consumer {
@@ -90,14 +109,14 @@ public final class Feed {
 
     func remove(_ subscription: Subscription) {
         subscriptions[ObjectIdentifier(subscription)] = nil
-        subscription.pendingNexts.removeAll()
+        subscription.dropRequests()
     }
 
     /// Delivers to `subscription` every page it wants that is ready and that its connection can
     /// take, answers its `next`s with `end` past the last page, then fetches what is missing.
     public func pump(_ subscription: Subscription) {
         deliver(to: subscription)
-        fetchIfNeeded()
+        advanceUpstream()
     }
 
     /// Pages are queued a window at a time and written together, so a subscriber catching up on
@@ -106,12 +125,12 @@ public final class Feed {
         defer { subscription.output?.flush() }
         while subscription.wantsPage, subscriptions[ObjectIdentifier(subscription)] != nil {
             let number = subscription.position + 1
-            if let lastPage, number > lastPage {
-                answerEnd(subscription, at: lastPage)
+            if let lastPage = paging.lastPage, number > lastPage {
+                subscription.answerEnd(at: lastPage, feedEnded: true)
                 return
             }
             guard let page = cache[number] else {
-                if caughtUpAt == number { answerEnd(subscription, at: number - 1) }
+                if paging.caughtUpAt == number { subscription.answerEnd(at: number - 1, feedEnded: false) }
                 return
             }
             guard let output = subscription.output else { return }
@@ -119,108 +138,111 @@ public final class Feed {
                 output.flush()
                 guard output.canTakePage else { return }
             }
-            let replyTo = subscription.pendingNexts.first?.replyTo
-            if !subscription.pendingNexts.isEmpty {
-                subscription.pendingNexts[0].remaining -= 1
-                if subscription.pendingNexts[0].remaining == 0 { subscription.pendingNexts.removeFirst() }
-            }
-            subscription.position = number
-            subscription.send(.page(page, replyTo: replyTo))
+            subscription.deliver(page)
         }
     }
 
-    /// Answers every outstanding `next` with `end`; a follower hears it once.
-    private func answerEnd(_ subscription: Subscription, at page: Int) {
-        let pending = subscription.pendingNexts
-        subscription.pendingNexts.removeAll()
-        for request in pending {
-            subscription.send(.end(feed: name, page: page, replyTo: request.replyTo))
-        }
-        if subscription.follows, pending.isEmpty, !subscription.toldEnd, lastPage != nil {
-            subscription.toldEnd = true
-            subscription.send(.end(feed: name, page: page, replyTo: nil))
-        }
+    private func pumpAll() {
+        for subscription in Array(subscriptions.values) { deliver(to: subscription) }
+        advanceUpstream()
     }
 
-    // MARK: Refresh
+    // MARK: Generations and reconfiguration
 
     /// Pull-to-refresh: drops every cached page, starts a new generation and tells every
     /// subscription, whose position goes back to 0. The `refreshed` event of `requester` (the
     /// asking connection's own subscription, if it has one) carries the request's id.
     public func refresh(requester: Subscription? = nil, replyTo: JSONValue? = nil) {
-        upstreamTask?.cancel()
-        upstreamTask = nil
+        abandonCall()
         enterGeneration(generation + 1)
-        cache.removeAll()
-        lastPage = nil
-        caughtUpAt = nil
-        failedAttempts = 0
         for subscription in subscriptions.values {
-            restart(subscription, replyTo: subscription === requester ? replyTo : nil)
+            subscription.restart(generation: generation, replyTo: subscription === requester ? replyTo : nil)
         }
         pumpAll()
     }
 
     /// Takes over every subscription of `old`, the feed this one replaces after a reload changed
-    /// its config: the subscriptions start over at page 0 of a new generation and are told so.
+    /// what its pages contain: the subscriptions start over at page 0 of a new generation and are
+    /// told so. The old feed's adapter is discarded, never called again.
     func adoptSubscriptions(of old: Feed) {
         enterGeneration(old.generation + 1)
         for subscription in Array(old.subscriptions.values) {
             old.subscriptions[ObjectIdentifier(subscription)] = nil
             subscription.feed = self
             subscriptions[ObjectIdentifier(subscription)] = subscription
-            restart(subscription, replyTo: nil)
+            subscription.restart(generation: generation, replyTo: nil)
         }
         old.close()
+        pumpAll()
+    }
+
+    /// Applies a reload that changes how the feed is fetched but not what its pages contain
+    /// (`timeout`, `poll`, `prefetch`, `retry_max_delay`, `cache_pages`, `cache_bytes`): the
+    /// generation, the cache, every cursor and every subscription stay.
+    func reconfigure(_ definition: FeedDefinition) {
+        precondition(definition.settings.shapesSamePages(as: settings), "a change to what pages contain needs a new generation")
+        settings = definition.settings
+        retryPolicy.maximumDelay = settings.retryMaxDelay
+        makeAdapter = definition.makeAdapter
+        replacementAdapter = definition.adapter
+        if case .waitingForNewData = upstream {
+            // It waits on the old `poll`; look again with the new one.
+            abandonCall()
+        }
+        if !upstream.hasCallInFlight { takeReplacementAdapter() }
+        trimCache()
         pumpAll()
     }
 
     /// Makes `newGeneration` current, durably (consumers of the feed go back to 0 in the store),
     /// and pages the source from its first page again.
     private func enterGeneration(_ newGeneration: Int) {
-        generation = newGeneration
         do {
-            try store?.startGeneration(generation, of: name)
+            try store?.startGeneration(newGeneration, of: name)
         } catch {
             logger.error("cannot store the new generation: \(error)")
         }
-        sourceCursors = [1: PageRequest(page: 1, token: nil, generation: generation)]
-    }
-
-    /// Puts `subscription` back at page 0 of the current generation and tells it so.
-    private func restart(_ subscription: Subscription, replyTo: JSONValue?) {
-        subscription.position = 0
-        subscription.cursor = 0
-        subscription.toldEnd = false
-        subscription.send(.refreshed(feed: name, generation: generation, replyTo: replyTo))
+        paging = GenerationPaging(number: newGeneration, addressing: adapter.pageAddressing, wraps: settings.wrap)
+        cache.removeAll()
+        consecutiveFailures = 0
     }
 
     /// Ends every subscription and stops fetching: the feed was removed or replaced.
     func close() {
-        upstreamTask?.cancel()
-        upstreamTask = nil
+        abandonCall()
+        upstream = .stopped
         for subscription in Array(subscriptions.values) {
             remove(subscription)
             subscription.send(.removed(feed: name))
         }
-        let adapter = adapter
-        Task { await adapter.shutdown() }
+        cache.removeAll()
+        let adapters = [adapter] + (replacementAdapter.map { [$0] } ?? [])
+        replacementAdapter = nil
+        Task { for adapter in adapters { await adapter.shutdown() } }
     }
 
-    private func pumpAll() {
-        for subscription in Array(subscriptions.values) { deliver(to: subscription) }
-        fetchIfNeeded()
+    // MARK: Choosing what to fetch
+
+    /// How many pages ahead of its position one subscription may ask to have fetched.
+    private var lookAheadLimit: Int { max(settings.cachePages / 2, 1) }
+
+    /// The lowest page a subscription is waiting for right now that is not cached, if any.
+    private func lowestMissingAwaitedPage() -> Int? {
+        var lowest: Int?
+        for subscription in subscriptions.values {
+            guard let number = subscription.awaitedPage, cache[number] == nil, !paging.isPastEnd(number) else { continue }
+            if lowest.map({ number < $0 }) ?? true { lowest = number }
+        }
+        return lowest
     }
 
-    // MARK: Fetching
-
-    /// The lowest page some subscription wants that is not cached, if any.
+    /// The lowest page some subscription wants (prefetch included) that is not cached, if any.
     private func lowestMissingWantedPage() -> Int? {
         var lowest: Int?
         for subscription in subscriptions.values {
-            guard let wanted = subscription.wantedPages(prefetch: settings.prefetch) else { continue }
+            guard let wanted = subscription.wantedPages(prefetch: settings.prefetch, limit: lookAheadLimit) else { continue }
             for number in wanted {
-                if let lastPage, number > lastPage { break }
+                if paging.isPastEnd(number) { break }
                 if let lowest, number >= lowest { break }
                 if cache[number] == nil {
                     lowest = number
@@ -232,155 +254,258 @@ public final class Feed {
     }
 
     private func isWanted(_ number: Int) -> Bool {
-        subscriptions.values.contains { $0.wantedPages(prefetch: settings.prefetch)?.contains(number) == true }
-    }
-
-    /// The lowest page a subscription is waiting for right now that is not cached, if any.
-    private func lowestMissingAwaitedPage() -> Int? {
-        subscriptions.values.compactMap { subscription -> Int? in
-            let number = subscription.position + 1
-            guard subscription.wantsPage, cache[number] == nil, lastPage.map({ number <= $0 }) ?? true else { return nil }
-            return number
-        }.min()
-    }
-
-    /// Fetches one page: first one a subscriber is waiting for, else one to prefetch.
-    private func fetchIfNeeded() {
-        guard upstreamTask == nil else { return }
-        let awaited = lowestMissingAwaitedPage()
-        guard var number = awaited ?? lowestMissingWantedPage(), caughtUpAt != number else { return }
-        let urgent = awaited != nil
-        // Pages come in order: if the wanted page's predecessor has never been fetched, its
-        // token is unknown, so fetch the first page whose token is known.
-        if sourceCursors[number] == nil, let furthestKnown = sourceCursors.keys.max(), furthestKnown < number {
-            number = furthestKnown
-        }
-        guard let request = sourceCursors[number], makeRoomInCache(urgent: urgent) else { return }
-        startFetch(page: number, request: request)
-    }
-
-    /// Keeps the cache within `cache_pages`. A prefetch only ever replaces pages nobody wants, or
-    /// is skipped. A page a subscriber is waiting for (or one on the way to it) may also replace
-    /// prefetched pages, furthest first, and is fetched even when every cached page is awaited:
-    /// the limit is then exceeded by at most one page per subscription, since refusing it would
-    /// stall those subscribers for good.
-    private func makeRoomInCache(urgent: Bool) -> Bool {
-        while cache.count >= settings.cachePages {
-            let pages = cache.keys.sorted()
-            if let unwanted = pages.first(where: { !isWanted($0) }) {
-                cache[unwanted] = nil
-            } else if urgent, let prefetched = pages.last(where: { !isAwaited($0) }) {
-                cache[prefetched] = nil
-            } else {
-                return urgent
-            }
-        }
-        return true
+        subscriptions.values.contains { $0.wantedPages(prefetch: settings.prefetch, limit: lookAheadLimit)?.contains(number) == true }
     }
 
     /// Whether a subscription is waiting for page `number` right now (not merely prefetching it).
     private func isAwaited(_ number: Int) -> Bool {
-        subscriptions.values.contains { $0.wantsPage && $0.position + 1 == number }
+        subscriptions.values.contains { $0.awaitedPage == number }
+    }
+
+    /// Starts the one upstream call the feed needs next, if the upstream is free: fetching the
+    /// page a subscriber waits for, else one to prefetch, or waiting for a live source's new data.
+    private func advanceUpstream() {
+        guard case .idle = upstream else { return }
+        takeReplacementAdapter()
+        let awaited = lowestMissingAwaitedPage()
+        guard let wanted = awaited ?? lowestMissingWantedPage(), let step = paging.step(toward: wanted) else { return }
+        if step.page == paging.caughtUpAt {
+            startWaitingForNewData(page: step.page, after: step.request)
+            return
+        }
+        guard makeRoomInCache(urgent: awaited != nil) else { return }
+        startFetch(page: step.page, request: step.request)
+    }
+
+    /// Keeps the cache within `cache_pages` and `cache_bytes` before a fetch. A prefetch only
+    /// ever replaces pages nobody wants, or is skipped. A page a subscriber is waiting for (or one
+    /// on the way to it) may also replace prefetched pages, furthest first, and is fetched even
+    /// when every cached page is awaited: the limit is then exceeded by at most one page per
+    /// subscription, since refusing it would stall those subscribers for good.
+    private func makeRoomInCache(urgent: Bool) -> Bool {
+        let limits = cacheLimits
+        while cache.wouldExceed(limits, adding: cache.averageCost) {
+            guard evictOne(urgent: urgent) else { return urgent }
+        }
+        return true
+    }
+
+    /// Gives up cached pages while the cache is over its limits (after a page arrived, or a reload
+    /// lowered them), on the same terms as a prefetch.
+    private func trimCache() {
+        while cache.exceeds(cacheLimits), evictOne(urgent: false) {}
+    }
+
+    private func evictOne(urgent: Bool) -> Bool {
+        let numbers = cache.numbers
+        if let unwanted = numbers.first(where: { !isWanted($0) }) {
+            cache.remove(unwanted)
+            return true
+        }
+        if urgent, let prefetched = numbers.last(where: { !isAwaited($0) }) {
+            cache.remove(prefetched)
+            return true
+        }
+        return false
+    }
+
+    private var cacheLimits: PageCache.Limits { PageCache.Limits(pages: settings.cachePages, bytes: settings.cacheBytes) }
+
+    // MARK: The upstream state machine
+
+    private func nextCallID() -> Int {
+        lastCallID += 1
+        return lastCallID
     }
 
     private func startFetch(page number: Int, request: PageRequest) {
         upstreamRequests += 1
+        let id = nextCallID()
         let fetch = PageFetch(
             adapter: adapter, encoder: encoder, feed: name, generation: generation, number: number, request: request, wrap: settings.wrap)
-        upstreamTask = Task {
+        let startedAt = clock.now
+        let task = Task {
             let result = await fetch.run()
-            self.finishFetch(fetch, result: result)
+            self.fetchReturned(id, result: result, startedAt: startedAt)
+        }
+        let deadline = startedAt + settings.timeout
+        let watchdog = Task {
+            guard (try? await self.clock.sleep(until: deadline)) != nil else { return }
+            self.fetchTimedOut(id)
+        }
+        upstream = .fetching(AdapterCall(id: id, page: number, request: request, task: task, timer: watchdog))
+    }
+
+    private func fetchReturned(_ id: Int, result: Result<PageFetch.Outcome, any Error>, startedAt: ContinuousClock.Instant) {
+        switch upstream {
+        case .fetching(let call) where call.id == id:
+            call.timer?.cancel()
+            upstream = .idle
+            logger.debug("page \(call.page): upstream answered in \((clock.now - startedAt).wholeMilliseconds) ms")
+            switch result {
+            case .success(.page(let page, let next)):
+                store(page, next: next, request: call.request)
+            case .success(.notYet):
+                paging.caughtUpAt = call.page
+                recovered()
+                pumpAll()
+            case .failure(let error):
+                fail(page: call.page, error: error as? SourceError ?? .transient(String(describing: error)))
+            }
+        case .draining(let call, let retryAt) where call.id == id:
+            finishDraining(call, retryAt: retryAt)
+        default:
+            // The answer of a call whose adapter instance was discarded: nothing waits for it.
+            break
         }
     }
 
-    private func finishFetch(_ fetch: PageFetch, result: Result<PageFetch.Outcome, any Error>) {
-        let number = fetch.number
-        let request = fetch.request
-        guard fetch.generation == generation, !Task.isCancelled else { return }
-        upstreamTask = nil
-        switch result {
-        case .success(.page(let page, let next)):
-            store(page, next: next, request: request)
-        case .success(.notYet):
-            caughtUpAt = number
-            recovered()
-            pumpAll()
-            waitForNewData(after: request, page: number)
-        case .failure(let error):
-            fail(page: number, error: error)
+    /// The fetch ran past `timeout`: it is cancelled and drained, and counts as a failure.
+    private func fetchTimedOut(_ id: Int) {
+        guard case .fetching(let call) = upstream, call.id == id else { return }
+        call.task.cancel()
+        let error = SourceError.transient("page \(call.page): no answer within \(settings.timeout.wholeMilliseconds) ms")
+        let delay = recordFailure(page: call.page, error: error)
+        drain(call, retryAt: clock.now + delay)
+    }
+
+    private func startWaitingForNewData(page number: Int, after request: PageRequest) {
+        let id = nextCallID()
+        let adapter = adapter
+        let poll = settings.poll ?? .seconds(1)
+        let task = Task {
+            try? await adapter.waitForNewData(after: request, pollInterval: poll)
+            self.waitReturned(id)
+        }
+        upstream = .waitingForNewData(AdapterCall(id: id, page: number, request: request, task: task, timer: nil))
+    }
+
+    private func waitReturned(_ id: Int) {
+        switch upstream {
+        case .waitingForNewData(let call) where call.id == id:
+            upstream = .idle
+            if paging.caughtUpAt == call.page { paging.caughtUpAt = nil }
+            advanceUpstream()
+        case .draining(let call, let retryAt) where call.id == id:
+            finishDraining(call, retryAt: retryAt)
+        default:
+            break
         }
     }
+
+    /// Stops using the call in flight, if any, because the feed moved on (refresh, reload, stop):
+    /// it is cancelled and drained. A pending retry is dropped: the next call starts afresh.
+    private func abandonCall() {
+        switch upstream {
+        case .fetching(let call), .waitingForNewData(let call):
+            call.task.cancel()
+            drain(call, retryAt: nil)
+        case .draining(let call, _):
+            drain(call, retryAt: nil)
+        case .backingOff(_, let timer):
+            timer.cancel()
+            upstream = .idle
+        case .idle, .stopped:
+            break
+        }
+    }
+
+    /// Waits for `call` to return before anything else is asked of the adapter. If it has not
+    /// returned one `timeout` later, the adapter instance is discarded and a fresh one used.
+    private func drain(_ call: AdapterCall, retryAt: ContinuousClock.Instant?) {
+        call.timer?.cancel()
+        let deadline = clock.now + settings.timeout
+        let id = call.id
+        let discardTimer = Task {
+            guard (try? await self.clock.sleep(until: deadline)) != nil else { return }
+            self.discardHungAdapter(id)
+        }
+        var drained = call
+        drained.timer = discardTimer
+        upstream = .draining(drained, retryAt: retryAt)
+    }
+
+    private func finishDraining(_ call: AdapterCall, retryAt: ContinuousClock.Instant?) {
+        call.timer?.cancel()
+        upstream = .idle
+        if let retryAt, retryAt > clock.now { backOff(until: retryAt) }
+        advanceUpstream()
+    }
+
+    private func discardHungAdapter(_ id: Int) {
+        guard case .draining(let call, let retryAt) = upstream, call.id == id else { return }
+        guard let makeAdapter else {
+            logger.warning("the adapter has not returned from a call abandoned \(settings.timeout.wholeMilliseconds) ms ago; still waiting for it")
+            return
+        }
+        do {
+            let fresh = try makeAdapter()
+            logger.warning("the adapter has not returned from a call abandoned \(settings.timeout.wholeMilliseconds) ms ago; replacing it")
+            let hung = adapter
+            adapter = fresh
+            Task { await hung.shutdown() }
+            upstream = .idle
+            if let retryAt, retryAt > clock.now { backOff(until: retryAt) }
+            advanceUpstream()
+        } catch {
+            logger.error("cannot replace a hung adapter: \(error)")
+        }
+    }
+
+    private func backOff(until deadline: ContinuousClock.Instant) {
+        let id = nextCallID()
+        let timer = Task {
+            guard (try? await self.clock.sleep(until: deadline)) != nil else { return }
+            self.backOffEnded(id)
+        }
+        upstream = .backingOff(id: id, timer: timer)
+    }
+
+    private func backOffEnded(_ id: Int) {
+        guard case .backingOff(let current, _) = upstream, current == id else { return }
+        upstream = .idle
+        advanceUpstream()
+    }
+
+    private func takeReplacementAdapter() {
+        guard let replacement = replacementAdapter, !upstream.hasCallInFlight else { return }
+        replacementAdapter = nil
+        let previous = adapter
+        adapter = replacement
+        Task { await previous.shutdown() }
+    }
+
+    // MARK: Outcomes
 
     private func store(_ page: Page, next: NextPage, request: PageRequest) {
-        let number = page.number
         fetchedPages += 1
-        if caughtUpAt == number { caughtUpAt = nil }
-        switch next {
-        case .more(let token):
-            sourceCursors[number + 1] = PageRequest(page: request.page + 1, token: token, generation: generation)
-        case .end where !page.isLast:
-            sourceCursors[number + 1] = PageRequest(page: 1, token: nil, generation: generation)
-        case .end:
-            lastPage = number
-        }
-        cache[number] = page
+        paging.record(page: page.number, request: request, next: next, isEmpty: page.itemCount == 0)
+        if !paging.isPastEnd(page.number) { cache.insert(page) }
         recovered()
+        trimCache()
         pumpAll()
     }
 
-    private func waitForNewData(after request: PageRequest, page number: Int) {
-        let adapter = adapter
-        let poll = settings.poll ?? .seconds(1)
-        let generation = generation
-        upstreamTask = Task {
-            try? await adapter.waitForNewData(after: request, pollInterval: poll)
-            guard generation == self.generation, !Task.isCancelled else { return }
-            self.upstreamTask = nil
-            if self.caughtUpAt == number { self.caughtUpAt = nil }
-            self.fetchIfNeeded()
-        }
+    private func fail(page number: Int, error: SourceError) {
+        let delay = recordFailure(page: number, error: error)
+        backOff(until: clock.now + delay)
     }
 
-    // MARK: Upstream failures
-
-    private func fail(page number: Int, error: any Error) {
-        let sourceError = error as? SourceError ?? .transient(String(describing: error))
-        failedAttempts += 1
-        let delay = retryDelay(for: sourceError)
-        let state: FeedHealth.State = sourceError.kind == .rejected ? .failing : .retrying
-        setHealth(FeedHealth(state: state, lastError: sourceError.message))
-        logger.warning("page \(number): \(sourceError.message); retrying in \(delay.wholeMilliseconds) ms")
-        for subscription in subscriptions.values where subscription.wantsPage && subscription.position + 1 == number {
-            subscription.send(.upstreamFailing(
-                feed: name, message: sourceError.message, retryIn: delay, replyTo: subscription.pendingNexts.first?.replyTo))
+    /// Counts a failure, tells the subscribers waiting for the page, and returns how long to
+    /// wait before trying again.
+    private func recordFailure(page number: Int, error: SourceError) -> Duration {
+        consecutiveFailures = min(consecutiveFailures + 1, 1_000)
+        let delay = retryPolicy.delay(after: error, failures: consecutiveFailures)
+        setHealth(FeedHealth(state: error.kind == .rejected ? .failing : .retrying, lastError: error.message))
+        logger.warning("page \(number): \(error.message); retrying in \(delay.wholeMilliseconds) ms")
+        for subscription in subscriptions.values where subscription.awaitedPage == number {
+            subscription.send(.upstreamFailing(feed: name, message: error.message, retryIn: delay, replyTo: subscription.oldestReplyTo))
         }
-        let generation = generation
-        upstreamTask = Task {
-            try? await Task.sleep(for: delay)
-            guard generation == self.generation, !Task.isCancelled else { return }
-            self.upstreamTask = nil
-            self.fetchIfNeeded()
-        }
-    }
-
-    /// Exponential backoff with jitter for transient failures, the slowest rate for rejections,
-    /// and never sooner than the upstream's `Retry-After`, even past `retry_max_delay`.
-    private func retryDelay(for error: SourceError) -> Duration {
-        let maximum = settings.retryMaxDelay
-        var delay: Duration
-        if error.kind == .rejected {
-            delay = maximum
-        } else {
-            let exponential = Duration.milliseconds(250) * (1 << min(failedAttempts - 1, 20))
-            let capped = min(exponential, maximum)
-            delay = capped * Double.random(in: 0.5...1.0)
-        }
-        if let retryAfter = error.retryAfter { delay = max(delay, retryAfter) }
         return delay
     }
 
     private func recovered() {
-        failedAttempts = 0
+        consecutiveFailures = 0
         setHealth(.ok)
     }
 
@@ -389,6 +514,116 @@ public final class Feed {
         if health.state != .ok, newHealth.state == .ok { logger.notice("upstream recovered") }
         health = newHealth
         onHealthChange?()
+    }
+}
+
+/// The one thing a feed's upstream is doing. A call to the adapter starts only from `idle`.
+private enum UpstreamState {
+    /// Nothing in progress: the next call may start.
+    case idle
+    /// A fetch whose answer the feed is waiting for.
+    case fetching(AdapterCall)
+    /// A live source had nothing past its last page; the adapter is waiting for new data.
+    case waitingForNewData(AdapterCall)
+    /// A call the feed no longer wants an answer from (refresh, reload, timeout), still running:
+    /// nothing else is asked of the adapter until it returns. `retryAt`: when the next fetch may
+    /// start, if the call was abandoned as a failure.
+    case draining(AdapterCall, retryAt: ContinuousClock.Instant?)
+    /// The last fetch failed; the next one waits for the timer.
+    case backingOff(id: Int, timer: Task<Void, Never>)
+    /// The feed was closed.
+    case stopped
+
+    var hasCallInFlight: Bool {
+        switch self {
+        case .fetching, .waitingForNewData, .draining: true
+        case .idle, .backingOff, .stopped: false
+        }
+    }
+}
+
+/// A call to the adapter in flight, and the timer that bounds it.
+private struct AdapterCall {
+    let id: Int
+    /// The feed page it is for.
+    let page: Int
+    let request: PageRequest
+    let task: Task<Void, Never>
+    /// Fires at the fetch's timeout, or when a drained call is given up on.
+    var timer: Task<Void, Never>?
+}
+
+/// What a feed knows of its current generation's pages: how to ask the source for each, and
+/// where the feed ends (for good, or for now on a live source).
+struct GenerationPaging {
+    let number: Int
+    /// The generation's ``PageRequest/seed``.
+    let seed: String
+    private let addressing: PageAddressing
+    private let wraps: Bool
+    /// How to ask for pages whose predecessor has been fetched (and page 1). For a directly
+    /// addressable source only the one after the furthest fetched is kept: any other is built
+    /// from its number.
+    private var requests: [Int: PageRequest] = [:]
+    /// The highest page whose request is known; on a sequential source every page up to it is.
+    private var furthestKnown = 1
+    /// The last page, once a source that ends has said so.
+    private(set) var lastPage: Int?
+    /// A live source said page N does not exist yet; `next` past N − 1 answers `end` until it does.
+    var caughtUpAt: Int?
+
+    init(number: Int, addressing: PageAddressing, wraps: Bool, seed: String = GenerationPaging.randomSeed()) {
+        self.number = number
+        self.seed = seed
+        self.addressing = addressing
+        self.wraps = wraps
+        requests[1] = PageRequest(page: 1, token: nil, generation: number, seed: seed)
+    }
+
+    static func randomSeed() -> String {
+        String(UInt64.random(in: 0...UInt64.max), radix: 16)
+    }
+
+    func isPastEnd(_ page: Int) -> Bool {
+        lastPage.map { page > $0 } ?? false
+    }
+
+    /// The fetch that brings the feed closer to `page`: that page itself where its request is
+    /// known or can be built, else (on a sequential source) the first page not yet fetched.
+    func step(toward page: Int) -> (page: Int, request: PageRequest)? {
+        if let request = requests[page] { return (page, request) }
+        if addressing == .direct, !wraps {
+            return (page, PageRequest(page: page, token: nil, generation: number, seed: seed))
+        }
+        guard furthestKnown < page, let request = requests[furthestKnown] else { return nil }
+        return (furthestKnown, request)
+    }
+
+    /// Files what a fetch of `page` said about the pages after it.
+    mutating func record(page: Int, request: PageRequest, next: NextPage, isEmpty: Bool) {
+        if caughtUpAt == page { caughtUpAt = nil }
+        let following: PageRequest?
+        switch next {
+        case .more(let token):
+            following = PageRequest(page: request.page + 1, token: token, generation: number, seed: seed)
+        case .later(let token):
+            following = PageRequest(page: request.page + 1, token: token, generation: number, seed: seed)
+            caughtUpAt = page + 1
+        case .end where wraps && !(isEmpty && request.page == 1):
+            following = PageRequest(page: 1, token: nil, generation: number, seed: seed)
+        case .end:
+            following = nil
+            // A directly addressed page past the source's end comes back empty: the feed ends
+            // before it. Otherwise this page is the last.
+            let endsBefore = isEmpty && request.token == nil && request.page > 1
+            let last = endsBefore ? page - 1 : page
+            lastPage = min(lastPage ?? last, last)
+        }
+        if addressing == .direct, !wraps { requests[page] = nil }
+        if let following, page < PageNumber.maximum {
+            requests[page + 1] = following
+            furthestKnown = max(furthestKnown, page + 1)
+        }
     }
 }
 

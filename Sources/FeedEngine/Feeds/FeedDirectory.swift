@@ -12,19 +12,26 @@ public final class FeedDirectory {
     /// Called when any feed's health changes, or feeds come and go.
     public var onChange: (() -> Void)?
 
-    public init(store: ConsumerStore?, encoder: any PageEncoder, logger: Logger) {
+    private let clock: any EngineClock
+    /// The retry jitter of feeds started from now on; nil for the random one (tests fix it).
+    var jitter: (@Sendable () -> Double)?
+
+    public init(store: ConsumerStore?, encoder: any PageEncoder, logger: Logger, clock: any EngineClock = SystemClock()) {
         self.store = store
         self.encoder = encoder
         self.logger = logger
+        self.clock = clock
     }
 
     public var names: [String] { feeds.keys.sorted() }
 
     public subscript(name: String) -> Feed? { feeds[name] }
 
-    /// Makes the running feeds those of `definitions`: new ones start, removed ones end their
-    /// subscriptions, changed ones are replaced by a fresh feed whose new generation their
-    /// subscribers continue on (as after a refresh), and unchanged ones are left exactly as they are.
+    /// Makes the running feeds those of `definitions` (SPEC §3): new ones start; removed ones end
+    /// their subscriptions; one whose pages change (source, options, `wrap`) is replaced by a fresh
+    /// feed whose new generation its subscribers continue on, as after a refresh; one whose pages
+    /// stay the same (`timeout`, `poll`, `prefetch`, …) takes its new settings and keeps its
+    /// generation, cache, cursors and subscriptions; an unchanged one is left exactly as it is.
     public func apply(_ definitions: [FeedDefinition]) {
         let incoming = Dictionary(definitions.map { ($0.settings.name, $0) }, uniquingKeysWith: { first, _ in first })
         for (name, feed) in feeds where incoming[name] == nil {
@@ -36,7 +43,12 @@ public final class FeedDirectory {
             let name = definition.settings.name
             let existing = feeds[name]
             if let existing, existing.settings == definition.settings { continue }
-            let feed = Feed(definition: definition, store: store, encoder: encoder, logger: logger)
+            if let existing, existing.settings.shapesSamePages(as: definition.settings) {
+                logger.notice("feed \(name) reconfigured; its generation \(existing.generation), cursors and subscribers stay")
+                existing.reconfigure(definition)
+                continue
+            }
+            let feed = Feed(definition: definition, store: store, encoder: encoder, logger: logger, clock: clock, jitter: jitter)
             feed.onHealthChange = { [weak self] in self?.onChange?() }
             feeds[name] = feed
             if let existing {

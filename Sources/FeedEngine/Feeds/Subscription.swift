@@ -1,29 +1,35 @@
 import FeedKit
 
 /// One connection's reading of one feed: where it is, what it asked for, how it wants pages.
+///
+/// A subscription owns its own reading state (position, cursor, outstanding `next`s); the feed
+/// changes it only through the methods below, so every change to a position is one of: a page
+/// delivered, an `end` answered, or a restart at page 0 of a new generation.
 @MainActor
 public final class Subscription {
-    /// The feed read; a reload that changes the feed's config moves the subscription to its replacement.
+    /// The feed read; a reload that changes the feed's pages moves the subscription to its replacement.
     public internal(set) unowned var feed: Feed
     public private(set) weak var output: (any SubscriptionOutput)?
     public let consumer: String?
     public let follows: Bool
     /// The last page delivered in the current generation (0 = none yet).
-    public internal(set) var position: Int
+    public private(set) var position: Int
     /// The last page acknowledged.
-    public internal(set) var cursor: Int
-    /// `next` requests not yet fully answered: pages still owed, and the id to answer with.
-    var pendingNexts: [(remaining: Int, replyTo: JSONValue?)] = []
+    public private(set) var cursor: Int
+    /// `next` requests not yet fully answered, oldest first: pages still owed, and the id to answer with.
+    private var pendingNexts: [(remaining: Int, replyTo: JSONValue?)] = []
+    /// Pages owed to all of `pendingNexts` together.
+    private var owedPages = 0
     /// A follower is told `end` once when it reaches the end of a finite feed.
-    var toldEnd = false
+    private var toldEnd = false
 
     init(feed: Feed, output: any SubscriptionOutput, consumer: String?, after: Int, follows: Bool) {
         self.feed = feed
         self.output = output
         self.consumer = consumer
         self.follows = follows
-        position = after
-        cursor = after
+        position = PageNumber.clamped(after)
+        cursor = position
     }
 
     /// Whether a `next` is still waiting for pages or `end`.
@@ -32,10 +38,14 @@ public final class Subscription {
     /// Whether this subscription wants another page now: it follows, or a `next` is waiting.
     public var wantsPage: Bool { follows || !pendingNexts.isEmpty }
 
-    /// The pages this subscription keeps fetched ahead: its position plus the prefetch depth,
-    /// and at least the next page while it is waiting for one.
-    func wantedPages(prefetch: Int) -> ClosedRange<Int>? {
-        let depth = max(prefetch, wantsPage ? 1 : 0)
+    /// The page this subscription is waiting for right now, if it is waiting.
+    var awaitedPage: Int? { wantsPage ? position + 1 : nil }
+
+    /// The pages this subscription keeps fetched ahead: its position plus the prefetch depth, and
+    /// every page its outstanding `next`s asked for (so catching up does not wait for delivery),
+    /// at least the next page while it is waiting for one. At most `limit` pages.
+    func wantedPages(prefetch: Int, limit: Int) -> ClosedRange<Int>? {
+        let depth = min(max(prefetch, owedPages, wantsPage ? 1 : 0), max(limit, 1))
         return depth > 0 ? (position + 1)...(position + depth) : nil
     }
 
@@ -46,7 +56,9 @@ public final class Subscription {
         } catch {
             feed.logger.error("cannot store the cursor of consumer \(consumer ?? "?"): \(error)")
         }
+        let count = min(max(count, 1), PageNumber.maximum)
         pendingNexts.append((count, replyTo))
+        owedPages = min(owedPages + count, PageNumber.maximum)
         feed.pump(self)
     }
 
@@ -64,7 +76,63 @@ public final class Subscription {
         feed.remove(self)
     }
 
+    // MARK: What the feed does to a subscription
+
+    /// Sends `page`, the one after the position, counting it against the oldest `next`.
+    func deliver(_ page: Page) {
+        precondition(page.number == position + 1, "pages reach a subscription in order")
+        let replyTo = pendingNexts.first?.replyTo
+        if !pendingNexts.isEmpty {
+            pendingNexts[0].remaining -= 1
+            owedPages -= 1
+            if pendingNexts[0].remaining == 0 { pendingNexts.removeFirst() }
+        }
+        position = page.number
+        send(.page(page, replyTo: replyTo))
+    }
+
+    /// No page follows `page` (for good, or for now on a live source): every outstanding `next`
+    /// is answered `end`; a follower hears it once, when the feed has ended for good.
+    func answerEnd(at page: Int, feedEnded: Bool) {
+        let pending = pendingNexts
+        dropRequests()
+        for request in pending {
+            send(.end(feed: feed.name, page: page, replyTo: request.replyTo))
+        }
+        if follows, pending.isEmpty, !toldEnd, feedEnded {
+            toldEnd = true
+            send(.end(feed: feed.name, page: page, replyTo: nil))
+        }
+    }
+
+    /// Puts the subscription at page 0 of generation `generation` and tells it so. Outstanding
+    /// `next`s carry on in the new generation.
+    func restart(generation: Int, replyTo: JSONValue?) {
+        position = 0
+        cursor = 0
+        toldEnd = false
+        send(.refreshed(feed: feed.name, generation: generation, replyTo: replyTo))
+    }
+
+    func dropRequests() {
+        pendingNexts.removeAll()
+        owedPages = 0
+    }
+
+    /// The id of the `next` the upcoming page answers, for notices about it.
+    var oldestReplyTo: JSONValue? { pendingNexts.first?.replyTo }
+
     func send(_ event: SubscriptionEvent) {
         output?.receive(event, from: self)
     }
+}
+
+/// The range of page numbers and positions the engine works with. A position from a client or
+/// from disk is checked against it where it enters, and clamped here again, so no page arithmetic
+/// (a position plus a prefetch depth, a count of pages owed) can overflow.
+public enum PageNumber {
+    /// 2^40 pages: far beyond any real feed, far below `Int.max`.
+    public static let maximum = 1 << 40
+
+    static func clamped(_ value: Int) -> Int { min(max(value, 0), maximum) }
 }

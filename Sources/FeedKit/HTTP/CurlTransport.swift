@@ -11,15 +11,15 @@ import Synchronization
 ///
 /// Connections to an upstream are kept and reused, bodies may come compressed, and redirects are
 /// followed over http and https only. Make one per process: its thread lives as long as it does.
-public final class CurlTransport: HTTPTransport {
+package final class CurlTransport: HTTPTransport {
     /// A larger body is rejected (retried at the slowest rate, like a body that does not decode)
     /// instead of growing the daemon without bound.
-    public let maximumBodyBytes: Int
+    package let maximumBodyBytes: Int
 
     private let multi: MultiHandle
     private let inbox = Mutex<[Request]>([])
 
-    public init(maximumBodyBytes: Int = 64 << 20) {
+    package init(maximumBodyBytes: Int = 64 << 20) {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
         self.maximumBodyBytes = maximumBodyBytes
         multi = MultiHandle()
@@ -28,7 +28,7 @@ public final class CurlTransport: HTTPTransport {
         thread.start()
     }
 
-    public func get(_ url: URL, timeout: Duration) async throws -> HTTPResponse {
+    package func get(_ url: URL, timeout: Duration) async throws -> HTTPResponse {
         let cancellation = Cancellation()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in

@@ -168,23 +168,38 @@ private final class LineChannel: Sendable {
         waiter?.resume(returning: event)
     }
 
+    /// The next line, or `.timedOut` after `timeout` or once the calling task is cancelled: either
+    /// way the line that may still come belongs to an abandoned request, and the caller must not
+    /// read on as if it answered the next one.
     func next(timeout: Duration) async -> LineEvent {
-        await withCheckedContinuation { continuation in
-            let (immediate, number) = state.withLock { state -> (LineEvent?, Int) in
-                if !state.queued.isEmpty { return (state.queued.removeFirst(), 0) }
-                if state.closed { return (.closed, 0) }
-                state.waiterNumber += 1
-                state.waiter = continuation
-                return (nil, state.waiterNumber)
+        let number = state.withLock { state -> Int in
+            state.waiterNumber += 1
+            return state.waiterNumber
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let (immediate, replaced) = state.withLock { state -> (LineEvent?, CheckedContinuation<LineEvent, Never>?) in
+                    if !state.queued.isEmpty { return (state.queued.removeFirst(), nil) }
+                    if state.closed { return (.closed, nil) }
+                    // One reader at a time; a second one would otherwise leak the first's continuation.
+                    let replaced = state.waiter
+                    state.waiter = continuation
+                    return (nil, replaced)
+                }
+                replaced?.resume(returning: .timedOut)
+                if let immediate {
+                    continuation.resume(returning: immediate)
+                    return
+                }
+                // Cancelled before the waiter was registered: the handler found nothing to end.
+                if Task.isCancelled { expire(waiter: number) }
+                Task {
+                    try? await Task.sleep(for: timeout)
+                    self.expire(waiter: number)
+                }
             }
-            if let immediate {
-                continuation.resume(returning: immediate)
-                return
-            }
-            Task {
-                try? await Task.sleep(for: timeout)
-                self.expire(waiter: number)
-            }
+        } onCancel: {
+            expire(waiter: number)
         }
     }
 

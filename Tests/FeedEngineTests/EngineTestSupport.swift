@@ -1,0 +1,263 @@
+import FeedKit
+import Synchronization
+
+@testable import FeedEngine
+
+/// A clock that moves only when a test advances it, so retry, timeout and poll timing are tested
+/// without sleeping.
+final class ManualClock: EngineClock {
+    private struct Sleeper {
+        let id: Int
+        let deadline: ContinuousClock.Instant
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var now = ContinuousClock.now
+        var sleepers: [Sleeper] = []
+        var lastID = 0
+    }
+
+    private let state = Mutex(State())
+
+    var now: ContinuousClock.Instant { state.withLock { $0.now } }
+
+    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    func sleep(until deadline: ContinuousClock.Instant) async throws {
+        let id = state.withLock { state -> Int in
+            state.lastID += 1
+            return state.lastID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let due = state.withLock { state -> Bool in
+                    if deadline <= state.now { return true }
+                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    return false
+                }
+                if due { continuation.resume() }
+                if Task.isCancelled { wake(id, throwing: true) }
+            }
+        } onCancel: {
+            wake(id, throwing: true)
+        }
+    }
+
+    /// Moves time on and wakes every sleeper whose deadline has come.
+    func advance(by duration: Duration) {
+        let due = state.withLock { state -> [Sleeper] in
+            state.now = state.now + duration
+            let due = state.sleepers.filter { $0.deadline <= state.now }
+            state.sleepers.removeAll { $0.deadline <= state.now }
+            return due
+        }
+        for sleeper in due { sleeper.continuation.resume() }
+    }
+
+    private func wake(_ id: Int, throwing: Bool) {
+        let sleeper = state.withLock { state -> Sleeper? in
+            guard let index = state.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.sleepers.remove(at: index)
+        }
+        sleeper?.continuation.resume(throwing: CancellationError())
+    }
+}
+
+/// What a scripted fetch is answered with.
+enum ScriptedAnswer: Sendable {
+    case page(items: Int, next: NextPage)
+    case failure(SourceError)
+    case notYet
+}
+
+/// Adapter instances whose fetches wait until the test answers them, and who record every call:
+/// how many were in flight at once per instance, and what each asked for. Instances made by the
+/// same script share the record, so an instance replaced after a hang is still watched.
+final class FetchScript: Sendable {
+    struct Call: Sendable {
+        let number: Int
+        let instance: Int
+        let request: PageRequest
+    }
+
+    private struct State {
+        var pending: [(call: Call, continuation: CheckedContinuation<ScriptedAnswer, Never>)] = []
+        var inFlight: [Int: Int] = [:]
+        var overlaps: [String] = []
+        var calls: [Call] = []
+        var instances = 0
+        var newDataWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+    /// Whether a cancelled fetch returns at once (as HTTP does) or only when answered (a hung plugin).
+    let honoursCancellation: Bool
+
+    init(honoursCancellation: Bool = true) {
+        self.honoursCancellation = honoursCancellation
+    }
+
+    var calls: [Call] { state.withLock { $0.calls } }
+    var overlaps: [String] { state.withLock { $0.overlaps } }
+    var pendingCalls: [Call] { state.withLock { $0.pending.map(\.call) } }
+    var requestedPages: [Int] { calls.map(\.request.page) }
+
+    func makeAdapter() -> ScriptedAdapter {
+        let instance = state.withLock { state -> Int in
+            state.instances += 1
+            return state.instances
+        }
+        return ScriptedAdapter(script: self, instance: instance)
+    }
+
+    /// Answers the oldest pending call (or the one numbered `number`).
+    @discardableResult
+    func answer(_ answer: ScriptedAnswer, call number: Int? = nil) -> Call? {
+        let found = state.withLock { state -> (Call, CheckedContinuation<ScriptedAnswer, Never>)? in
+            guard let index = number.map({ number in state.pending.firstIndex { $0.call.number == number } }) ?? (state.pending.isEmpty ? nil : 0)
+            else { return nil }
+            return state.pending.remove(at: index)
+        }
+        guard let (call, continuation) = found else { return nil }
+        continuation.resume(returning: answer)
+        return call
+    }
+
+    /// How many adapter calls wait for new data (after `.later` or `.notYet`).
+    var newDataWaiterCount: Int { state.withLock { $0.newDataWaiters.count } }
+
+    /// Ends every wait for new data: the source may have more now.
+    func signalNewData() {
+        let waiters = state.withLock { state in
+            defer { state.newDataWaiters = [] }
+            return state.newDataWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    fileprivate func waitForNewData() async {
+        await withCheckedContinuation { continuation in state.withLock { $0.newDataWaiters.append(continuation) } }
+    }
+
+    fileprivate func fetch(_ request: PageRequest, instance: Int) async -> ScriptedAnswer? {
+        let number = state.withLock { state -> Int in
+            let number = state.calls.count + 1
+            state.calls.append(Call(number: number, instance: instance, request: request))
+            state.inFlight[instance, default: 0] += 1
+            if state.inFlight[instance]! > 1 {
+                state.overlaps.append("call \(number) (page \(request.page)) started on instance \(instance) while another was in flight")
+            }
+            return number
+        }
+        defer { state.withLock { $0.inFlight[instance, default: 1] -= 1 } }
+        let answer = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                state.withLock { $0.pending.append((Call(number: number, instance: instance, request: request), continuation)) }
+                if Task.isCancelled, honoursCancellation { self.answer(.failure(.transient("cancelled")), call: number) }
+            }
+        } onCancel: {
+            if honoursCancellation { self.answer(.failure(.transient("cancelled")), call: number) }
+        }
+        return answer
+    }
+}
+
+/// One instance of a scripted source. Items of source page P are `P-1`, `P-2`, …; pages are
+/// directly addressable when `direct`.
+struct ScriptedAdapter: SourceAdapter {
+    static let sourceName = "scripted"
+    let script: FetchScript
+    let instance: Int
+    var pageAddressing: PageAddressing = .sequential
+
+    init(script: FetchScript, instance: Int) {
+        self.script = script
+        self.instance = instance
+    }
+
+    init(options: AdapterOptions, context: AdapterContext) throws {
+        fatalError("made by a FetchScript")
+    }
+
+    func fetch(_ request: PageRequest) async throws -> FetchResult {
+        switch await script.fetch(request, instance: instance) {
+        case .page(let count, let next)?:
+            return .page((1...max(count, 1)).prefix(count).map { Item(id: "\(request.page)-\($0)", data: .integer(Int64($0))) }, next: next)
+        case .failure(let error)?:
+            throw error
+        case .notYet?, nil:
+            return .notYet
+        }
+    }
+
+    func waitForNewData(after request: PageRequest, pollInterval: Duration) async throws {
+        await script.waitForNewData()
+    }
+}
+
+/// Encodes a page as `generation page first-item-id item-count`, so a test can tell which items
+/// a delivered page holds without the server's encoder.
+struct DescribingEncoder: PageEncoder {
+    /// Pads each page to this many bytes per item, to give pages a size.
+    var bytesPerItem = 0
+
+    func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes {
+        let description = Array("\(generation) \(number) \(items.first?.id ?? "-") \(items.count)".utf8)
+        let padding = max(items.count * bytesPerItem - description.count, 0)
+        return SharedBytes(description + [UInt8](repeating: UInt8(ascii: " "), count: padding))
+    }
+}
+
+/// What a delivered page says about itself, as ``DescribingEncoder`` wrote it.
+struct PageDescription: Equatable {
+    let generation: Int
+    let number: Int
+    let firstItem: String
+    let itemCount: Int
+
+    init(_ page: Page) {
+        let fields = String(decoding: page.encoded.buffer, as: UTF8.self).split(separator: " ")
+        generation = Int(fields[0])!
+        number = Int(fields[1])!
+        firstItem = String(fields[2])
+        itemCount = Int(fields[3])!
+    }
+}
+
+/// A connection stand-in that records every event in order.
+@MainActor
+final class EventLog: SubscriptionOutput {
+    private(set) var events: [SubscriptionEvent] = []
+    var canTakePage: Bool { true }
+
+    func receive(_ event: SubscriptionEvent, from subscription: Subscription) {
+        events.append(event)
+    }
+
+    func flush() {}
+
+    var pages: [PageDescription] {
+        events.compactMap { if case .page(let page, _) = $0 { PageDescription(page) } else { nil } }
+    }
+
+    var ends: Int {
+        events.filter { if case .end = $0 { true } else { false } }.count
+    }
+}
+
+/// Lets every task the last step started run to where it waits on the script or the clock.
+/// The tasks hop between the main actor and the global executor, so this yields until nothing
+/// has changed for several rounds in a row.
+@MainActor
+func settle(_ signature: () -> String) async {
+    var last = signature()
+    var quietRounds = 0
+    for _ in 0..<2_000 where quietRounds < 20 {
+        await Task.yield()
+        if quietRounds > 10 { try? await Task.sleep(for: .microseconds(200)) }
+        let now = signature()
+        quietRounds = now == last ? quietRounds + 1 : 0
+        last = now
+    }
+}
