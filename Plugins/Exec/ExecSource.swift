@@ -57,4 +57,9 @@ public struct ExecSource: SourceAdapter {
     public func shutdown() async {
         await host.stop()
     }
+
+    /// Starts the program and sends `configure`, so `check-config` reports what it refuses.
+    public func verify() async throws {
+        try await host.verifyConfiguration()
+    }
 }

@@ -39,6 +39,12 @@ actor PluginHost {
         return try await exchange(request, with: process)
     }
 
+    /// Starts the program and configures it, then stops it: for `check-config`.
+    func verifyConfiguration() async throws(SourceError) {
+        _ = try await running()
+        await stop()
+    }
+
     /// Kills the program after a response that was JSON but not a valid answer; returns the error to throw.
     func discard(because reason: String) async -> SourceError {
         await kill(reason: reason)

@@ -1,6 +1,7 @@
 // What FeedServer's EventLoop needs that Swift's Glibc module leaves out.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 
 // libdispatch's hooks for serving the main queue from an event loop of one's own, the ones
 // CoreFoundation's run loop uses (and GNUstep's): the descriptor that becomes readable when the

@@ -47,7 +47,20 @@ std::string streamed(const T &value) {
 struct Writer {
     std::string value;
     std::string positions;
+    // The path of every float: JSON readers give back 2.0 as the integer 2, and a float must
+    // never pass where an integer belongs.
+    std::string floats;
     std::vector<std::string> path;
+
+    void record_float() {
+        if (!floats.empty()) floats.push_back(',');
+        floats.push_back('[');
+        for (size_t index = 0; index < path.size(); index++) {
+            if (index > 0) floats.push_back(',');
+            write_string(floats, path[index]);
+        }
+        floats.push_back(']');
+    }
 
     void record_position(const toml::source_region &source) {
         if (!positions.empty()) positions.push_back(',');
@@ -99,6 +112,7 @@ struct Writer {
             break;
         case toml::node_type::floating_point: {
             double number = node.as_floating_point()->get();
+            record_float();
             if (std::isfinite(number)) {
                 value += streamed(*node.as_floating_point());
             } else {
@@ -144,7 +158,7 @@ extern "C" feedd_toml_result feedd_toml_parse(const char *text, size_t length) {
     }
     Writer writer;
     writer.node(parsed.table());
-    result.json = copy("{\"value\":" + writer.value + ",\"positions\":[" + writer.positions + "]}");
+    result.json = copy("{\"value\":" + writer.value + ",\"positions\":[" + writer.positions + "],\"floats\":[" + writer.floats + "]}");
     return result;
 }
 

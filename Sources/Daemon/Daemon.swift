@@ -22,6 +22,14 @@ final class Daemon {
     private var ownedSocketPath: String?
     private var lastStatus = ""
     private var reloadProblem: String?
+    /// Whether a reload is being read, and whether another SIGHUP came meanwhile.
+    private var reloadState = ReloadState.idle
+
+    private enum ReloadState {
+        case idle
+        case running
+        case again
+    }
 
     init(configPath: String?, socketPath: String?) {
         self.configPath = configPath
@@ -44,6 +52,7 @@ final class Daemon {
         }
         sink.setMinimumLevel(configuration.daemon.logLevel)
         logger.info("feedd \(feeddVersion) starting with \(configuration.files.joined(separator: ", "))")
+        checkDescriptorLimit(maxClients: configuration.daemon.maxClients)
         if configuration.files.first == DefaultConfiguration.name {
             do {
                 try configLoading.installSampleData()
@@ -64,6 +73,7 @@ final class Daemon {
         server.onClientsChange = { [unowned self] in self.publishStatus() }
 
         startWatchdog()
+        prepareDispatchTimers()
         notifier.ready()
         publishStatus()
         // Not dispatchMain(): on Linux it parks the main thread in sigsuspend(2) with every signal
@@ -71,6 +81,30 @@ final class Daemon {
         // The event loop serves the sockets and the main queue, so the main actor, with the
         // signals still blocked.
         loop.run()
+    }
+
+    /// Each client takes a descriptor, and feeds, the state store and upstream connections take
+    /// some more. The soft limit is raised as far as the hard one allows; if that is still too low
+    /// for `max_clients`, the daemon says so now rather than when it runs out.
+    private func checkDescriptorLimit(maxClients: Int) {
+        let reserve = 256
+        let needed = rlim_t(maxClients + reserve)
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < needed else { return }
+        var raised = limit
+        raised.rlim_cur = min(needed, limit.rlim_max)
+        if raised.rlim_cur > limit.rlim_cur, setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        guard limit.rlim_cur < needed else { return }
+        logger.warning(
+            "the open files limit (RLIMIT_NOFILE) is \(limit.rlim_cur), too low for max_clients = \(maxClients) "
+                + "(about \(needed) needed): raise LimitNOFILE= (or ulimit -n) or lower max_clients")
+    }
+
+    /// libdispatch makes the descriptors behind its timers when the first timer is armed, and
+    /// traps if it cannot: out of descriptors, a feed's first retry (`Task.sleep`) would crash
+    /// the daemon. Arm one now, while descriptors are plentiful.
+    private func prepareDispatchTimers() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) {}
     }
 
     /// A state directory that cannot be used is fatal, since consumers rely on it.
@@ -104,7 +138,8 @@ final class Daemon {
             group = nil
         }
         do {
-            let descriptor = try UnixSocket.listen(path: path, mode: settings.socketMode, group: group)
+            let isDefaultPath = socketOverride == nil && settings.socketPath == nil
+            let descriptor = try UnixSocket.listen(path: path, mode: settings.socketMode, group: group, createDirectory: isDefaultPath)
             ownedSocketPath = path
             logger.notice("listening on \(path)")
             return descriptor
@@ -135,23 +170,43 @@ final class Daemon {
         }
     }
 
-    /// SIGHUP: a valid new config replaces the old one; an invalid one is rejected whole.
+    /// SIGHUP: a valid new config replaces the old one; an invalid one is rejected whole. The
+    /// config is read and parsed off the main thread (a large one takes seconds), so clients
+    /// are served meanwhile; a SIGHUP during a reload reloads once more when it ends.
     private func reload() {
-        guard let server else { return }
+        guard server != nil else { return }
+        guard reloadState == .idle else {
+            reloadState = .again
+            return
+        }
+        reloadState = .running
         notifier.reloading()
-        do {
-            let configuration = try configLoading.load(explicitPath: configPath)
+        let loading = configLoading
+        let configPath = configPath
+        Task.detached {
+            let outcome = Result { () throws(ConfigError) in try loading.load(explicitPath: configPath) }
+            await self.finishReload(outcome)
+        }
+    }
+
+    private func finishReload(_ outcome: Result<Configuration, ConfigError>) {
+        let again = reloadState == .again
+        reloadState = .idle
+        guard let server else { return }
+        switch outcome {
+        case .success(let configuration):
             sink.setMinimumLevel(configuration.daemon.logLevel)
             server.settings = ServerSettings(daemon: configuration.daemon)
             reloadProblem = nil
             directory?.apply(configuration.feeds)
             logger.notice("configuration reloaded: \(configuration.feeds.count) feeds")
-        } catch {
+        case .failure(let error):
             for problem in error.problems { logger.error("reload rejected, keeping the running configuration: \(problem)") }
             reloadProblem = "reload rejected: \(error.problems.first?.description ?? "invalid configuration")"
         }
         notifier.ready()
         publishStatus()
+        if again { self.reload() }
     }
 
     // MARK: systemd

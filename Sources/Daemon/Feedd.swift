@@ -1,6 +1,7 @@
 import FeedEngine
 import FeedKit
 import Foundation
+import Synchronization
 import SystemdSupport
 
 /// The `feedd` command: parses the command line and runs what it asks for.
@@ -29,17 +30,54 @@ public enum Feedd {
         }
     }
 
-    /// Prints every problem as `FILE:LINE:COL: message` and nothing on success.
+    /// Prints every problem as `FILE:LINE:COL: message` and nothing on success. Besides the
+    /// config itself, each adapter checks what only running it can (an `exec` plugin is started
+    /// and sent `configure`).
     private static func checkConfig(configPath: String?) -> Int32 {
         let sink = JournalLogSink(minimumLevel: .error)
         let loader = ConfigLoading(
             paths: RuntimePaths(environment: ProcessInfo.processInfo.environment), logger: Logger(sink: sink), transport: CurlTransport())
+        let configuration: Configuration
         do {
-            _ = try loader.load(explicitPath: configPath)
-            return 0
+            configuration = try loader.load(explicitPath: configPath)
         } catch {
             for problem in error.problems { print(problem) }
             return 2
+        }
+        let problems = verifyAdapters(configuration.feeds)
+        for problem in problems { print(problem) }
+        return problems.isEmpty ? 0 : 2
+    }
+
+    /// Runs every feed's ``SourceAdapter/verify()`` at once and waits for all of them.
+    private static func verifyAdapters(_ feeds: [FeedDefinition]) -> [ConfigProblem] {
+        let found = Mutex<[ConfigProblem]>([])
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            await withTaskGroup(of: ConfigProblem?.self) { group in
+                for feed in feeds {
+                    group.addTask { await verify(feed) }
+                }
+                for await problem in group {
+                    if let problem { found.withLock { $0.append(problem) } }
+                }
+            }
+            done.signal()
+        }
+        done.wait()
+        return found.withLock { $0 }.sorted { ($0.file, $0.line ?? 0, $0.column ?? 0) < ($1.file, $1.line ?? 0, $1.column ?? 0) }
+    }
+
+    /// An adapter's own check, which bounds itself (a plugin that does not answer `configure`
+    /// within the feed's `timeout` is reported so).
+    private static func verify(_ feed: FeedDefinition) async -> ConfigProblem? {
+        do {
+            try await feed.adapter.verify()
+            return nil
+        } catch {
+            let name = feed.settings.name
+            let message = "feeds.\(name): \(error)"
+            return feed.location?.problem(message) ?? ConfigProblem(file: "feeds.\(name)", message: message)
         }
     }
 }

@@ -16,6 +16,9 @@ public final class FeedConnection {
     public let descriptor: Int32
     private var buffered: [UInt8] = []
     private var start = 0
+    /// Where the search for the next newline goes on: bytes before it (from `start`) hold none,
+    /// so a long line arriving in many reads is scanned once, not once per read.
+    private var scanned = 0
 
     /// Connects to the socket at `path`.
     public init(path: String) throws(FeedClientError) {
@@ -59,15 +62,18 @@ public final class FeedConnection {
     public func readLine(timeout: Duration? = .seconds(10)) throws(FeedClientError) -> [UInt8]? {
         let deadline = timeout.map { ContinuousClock.now + $0 }
         while true {
-            if let newline = buffered[start...].firstIndex(of: UInt8(ascii: "\n")) {
+            if let newline = buffered[max(start, scanned)...].firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Array(buffered[start..<newline])
                 start = newline + 1
-                if start > 65_536 {
+                scanned = start
+                if start > 65_536, start * 2 > buffered.count {
                     buffered.removeFirst(start)
                     start = 0
+                    scanned = 0
                 }
                 return line
             }
+            scanned = buffered.count
             guard try waitReadable(until: deadline) else { throw FeedClientError("no reply from feedd within \(timeout!)") }
             // Into uninitialised scratch space, not a fresh zeroed 64 KiB array per read: this
             // client also times the daemon's replies in feedd-bench.

@@ -45,8 +45,13 @@ public final class ConfigTable {
         try typed(key, expected: "a boolean") { $0.boolValue }
     }
 
+    /// A whole number written as a TOML integer: `2.0`, `1e3`, `inf`, `nan`, a date or a string is
+    /// refused, not rounded or converted.
     public func integer(_ key: String, in range: ClosedRange<Int>) throws(OptionError) -> Int? {
-        guard let integer = try typed(key, expected: "an integer", { $0.integerValue.map(Int.init) }) else {
+        guard let integer = try typed(key, expected: "an integer", { value -> Int? in
+            if case .integer(let integer) = value { return Int(integer) }
+            return nil
+        }) else {
             return nil
         }
         guard range.contains(integer) else {

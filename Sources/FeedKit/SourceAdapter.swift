@@ -68,6 +68,11 @@ public protocol SourceAdapter: Sendable {
 
     /// Releases what the adapter holds (processes, files) when its feed is removed or replaced.
     func shutdown() async
+
+    /// Called by `feedd check-config` to validate what can only be validated by running the
+    /// adapter (the `exec` adapter starts its program and sends `configure`). Throw an error
+    /// whose description says what is wrong; the default checks nothing more.
+    func verify() async throws
 }
 
 extension SourceAdapter {
@@ -78,6 +83,8 @@ extension SourceAdapter {
     }
 
     public func shutdown() async {}
+
+    public func verify() async throws {}
 }
 
 /// What the daemon asks an adapter for.

@@ -6,7 +6,8 @@ struct StatusTable {
 
     func print() {
         let uptime = status["uptime_s"]?.integerValue ?? 0
-        Swift.print("feedd \(status["version"]?.stringValue ?? "?"), up \(uptime)s, \(status["clients"]?.integerValue ?? 0) clients")
+        let clients = status["clients"]?.integerValue ?? 0
+        Swift.print("feedd \(status["version"]?.stringValue ?? "?"), up \(uptime)s, \(clients) client\(clients == 1 ? "" : "s")")
         var rows = [["FEED", "SOURCE", "STATE", "GEN", "FETCHED", "CACHED", "END", "REQUESTS", "SUBS", "CONSUMERS", "LAST ERROR"]]
         for feed in status["feeds"]?.arrayValue ?? [] {
             func number(_ key: String) -> String { feed[key]?.integerValue.map(String.init) ?? "-" }

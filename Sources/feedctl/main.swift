@@ -7,8 +7,13 @@ import Foundation
 let usage = """
     Usage: feedctl [--socket PATH] COMMAND
       status [--json]     the daemon's and every feed's state
-      next FEED [N]       print the next N pages (default 1) as JSON lines
-      follow FEED         print pages as they come, until interrupted
+      next FEED [N] [--wait DURATION]
+                          print the next N pages (default 1) as JSON lines; stops at the
+                          feed's end. If the feed's source is failing, exits 1 with the
+                          reason at the first `upstream` error, or with --wait (e.g. 30s)
+                          keeps waiting that long for the pages
+      follow FEED         print pages as they come, until the end of a finite feed
+                          (exit 0) or until interrupted
       refresh FEED        start a new generation of FEED
       ping                check that the daemon answers
 
@@ -24,11 +29,18 @@ func fail(_ message: String, status: Int32 = 1) -> Never {
 var arguments = Array(CommandLine.arguments.dropFirst())[...]
 var socketPath = ProcessInfo.processInfo.environment["FEEDD_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
 var words: [String] = []
+/// `next --wait DURATION`: how long to keep waiting for pages while the feed's source fails.
+var wait: Duration?
 while let argument = arguments.popFirst() {
     switch argument {
     case "--socket":
         guard let path = arguments.popFirst() else { fail("--socket needs a path", status: 2) }
         socketPath = path
+    case "--wait":
+        guard let text = arguments.popFirst(), let duration = parseDuration(text) else {
+            fail("--wait needs a duration such as 30s, 500ms or 2m", status: 2)
+        }
+        wait = duration
     case "--help", "-h":
         print(usage)
         exit(0)
@@ -54,12 +66,17 @@ do {
     fail("cannot reach feedd: \(error)")
 }
 
-/// Sends `request` and hands each reply to `handle` until it returns false.
+/// Sends `request` and hands each reply to `handle` until it returns false; gives up with
+/// `timeoutMessage` once `timeout` has passed since the request (nil waits for good).
 @MainActor
-func exchange(_ request: JSONValue, timeout: Duration? = .seconds(30), handle: (Reply) -> Bool) {
+func exchange(_ request: JSONValue, timeout: Duration? = .seconds(30), timeoutMessage: (() -> String)? = nil, handle: (Reply) -> Bool) {
+    let deadline = timeout.map { ContinuousClock.now + $0 }
     do {
         try connection.send(request)
-        while let line = try connection.readLine(timeout: timeout) {
+        while true {
+            let remaining = deadline.map { max($0 - .now, .zero) }
+            if let remaining, remaining == .zero { fail(timeoutMessage?() ?? "no reply from feedd within \(timeout!)") }
+            guard let line = try connection.readLine(timeout: remaining) else { break }
             guard let message = try? JSONValue(parsing: line) else { fail("feedd sent a line that is not JSON") }
             if message["type"] == "error", message["code"] != "upstream" {
                 fail("\(message["code"]?.stringValue ?? "error"): \(message["message"]?.stringValue ?? "")")
@@ -69,6 +86,7 @@ func exchange(_ request: JSONValue, timeout: Duration? = .seconds(30), handle: (
         }
         fail("feedd closed the connection")
     } catch {
+        if let deadline, ContinuousClock.now >= deadline, let timeoutMessage { fail(timeoutMessage()) }
         fail("\(error)")
     }
 }
@@ -104,7 +122,11 @@ case "next":
     let count = words.count > 2 ? Int(words[2]) : 1
     guard let count, count >= 1 else { fail("N must be a positive whole number", status: 2) }
     var received = 0
-    exchange(["op": "next", "feed": .string(feed), "count": .integer(Int64(count))]) { message in
+    var lastProblem: String?
+    exchange(
+        ["op": "next", "feed": .string(feed), "count": .integer(Int64(count))], timeout: wait ?? .seconds(30),
+        timeoutMessage: { "\(feed): no page within \(wait.map { "\($0.wholeMilliseconds) ms" } ?? "30 s")\(lastProblem.map { "; \($0)" } ?? "")" }
+    ) { message in
         switch message["type"]?.stringValue {
         case "page":
             message.printLine()
@@ -113,7 +135,11 @@ case "next":
         case "end":
             return false
         case "error":
-            FileHandle.standardError.write(Data("feedctl: upstream: \(message["message"]?.stringValue ?? "")\n".utf8))
+            // Only `upstream` errors get here: the feed's source is failing and being retried.
+            let problem = "upstream: \(message["message"]?.stringValue ?? "the source is failing")"
+            guard wait != nil else { fail("\(feed): \(problem)") }
+            lastProblem = problem
+            FileHandle.standardError.write(Data("feedctl: \(feed): \(problem); still waiting\n".utf8))
             return true
         default:
             return true
@@ -123,6 +149,8 @@ case "follow":
     let feed = feedArgument("follow")
     exchange(["op": "subscribe", "feed": .string(feed), "follow": true], timeout: nil) { message in
         if message["type"] == "page" || message["type"] == "refreshed" { message.printLine() }
+        // A finite feed is told `end` once its last page is out: nothing more will come.
+        if message["type"] == "end" { exit(0) }
         if message["type"] == "error" {
             FileHandle.standardError.write(Data("feedctl: upstream: \(message["message"]?.stringValue ?? "")\n".utf8))
         }

@@ -19,6 +19,18 @@ public struct ConfigProblem: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// Where something is written in the config, for problems found after loading it.
+public struct ConfigLocation: Sendable, Hashable {
+    public let file: String
+    public let line: Int?
+    public let column: Int?
+
+    /// A problem at this place.
+    public func problem(_ message: String) -> ConfigProblem {
+        ConfigProblem(file: file, line: line, column: column, message: message)
+    }
+}
+
 /// Every problem found in a configuration; it is rejected as a whole.
 public struct ConfigError: Error, Sendable, CustomStringConvertible {
     public let problems: [ConfigProblem]

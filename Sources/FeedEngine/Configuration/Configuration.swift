@@ -14,8 +14,13 @@ public struct DaemonSettings: Sendable, Equatable {
     public var stallTimeout: Duration = .seconds(60)
     public var socketMode: mode_t = 0o660
     public var socketGroup: String?
+    /// `allow_uids`, user names resolved to uids when the config was loaded.
     public var allowUIDs: [UInt32] = []
-    public var allowGroups: [String] = []
+    /// `allow_groups`, group names resolved to gids when the config was loaded.
+    public var allowGIDs: [UInt32] = []
+    /// The uids of the users listed as (supplementary) members of those groups, resolved when the
+    /// config was loaded, so that admitting a client never reads the user database.
+    public var allowGroupMemberUIDs: [UInt32] = []
     public var logLevel: LogLevel = .info
 
     public init() {}
@@ -58,11 +63,17 @@ public struct FeedDefinition: Sendable {
     /// Builds another instance of the same adapter, to replace one whose call never returns;
     /// nil where that cannot be done (the feed then waits for the call for as long as it takes).
     public let makeAdapter: (@Sendable () throws -> any SourceAdapter)?
+    /// Where its `[feeds.NAME]` table is written.
+    public var location: ConfigLocation?
 
-    public init(settings: FeedSettings, adapter: any SourceAdapter, makeAdapter: (@Sendable () throws -> any SourceAdapter)? = nil) {
+    public init(
+        settings: FeedSettings, adapter: any SourceAdapter, makeAdapter: (@Sendable () throws -> any SourceAdapter)? = nil,
+        location: ConfigLocation? = nil
+    ) {
         self.settings = settings
         self.adapter = adapter
         self.makeAdapter = makeAdapter
+        self.location = location
     }
 }
 

@@ -1,5 +1,6 @@
 import FeedKit
 import Foundation
+import Glibc
 
 /// Reads the main config file and its drop-ins, validates everything, and builds each feed's
 /// adapter. Problems are collected rather than stopping at the first, so `feedd check-config`
@@ -21,12 +22,7 @@ public struct ConfigurationLoader: Sendable {
 
     /// Loads `path` and every `*.toml` in `feedd.d/` beside it, in name order.
     public func load(file path: String) throws(ConfigError) -> Configuration {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw ConfigError([ConfigProblem(file: path, message: "cannot read the config file: \(Self.reason(error))")])
-        }
+        let text = try ConfigFileReader.read(path)
         let directory = (path as NSString).deletingLastPathComponent
         return try load(text: text, named: path, dropInDirectory: (directory.isEmpty ? "." : directory) + "/feedd.d")
     }
@@ -42,16 +38,18 @@ public struct ConfigurationLoader: Sendable {
             problems += error.problems
         }
         if let dropInDirectory {
-            for path in Self.dropIns(in: dropInDirectory) {
-                files.append(path)
-                do {
-                    let text = try String(contentsOfFile: path, encoding: .utf8)
-                    documents.append(try TOMLDocument(file: path, text: text))
-                } catch let error as ConfigError {
-                    problems += error.problems
-                } catch {
-                    problems.append(ConfigProblem(file: path, message: "cannot read: \(Self.reason(error))"))
+            do {
+                for path in try ConfigFileReader.dropIns(in: dropInDirectory) {
+                    files.append(path)
+                    do {
+                        documents.append(try TOMLDocument(file: path, text: try ConfigFileReader.read(path)))
+                    } catch {
+                        problems += error.problems
+                    }
                 }
+            } catch {
+                files.append(dropInDirectory)
+                problems += error.problems
             }
         }
         var merged = MergedTables()
@@ -66,21 +64,18 @@ public struct ConfigurationLoader: Sendable {
                 feeds.append(feed)
             }
         }
-        guard problems.isEmpty else { throw ConfigError(problems) }
+        guard problems.isEmpty else { throw ConfigError(Self.inReadingOrder(problems, files: files)) }
         return Configuration(daemon: daemon, feeds: feeds, files: files)
     }
 
-    private static func dropIns(in directory: String) -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        return names.filter { $0.hasSuffix(".toml") && !$0.hasPrefix(".") }.sorted().map { "\(directory)/\($0)" }
-    }
-
-    private static func reason(_ error: any Error) -> String {
-        let nsError = error as NSError
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain {
-            return String(cString: strerror(Int32(underlying.code)))
-        }
-        return nsError.localizedDescription
+    /// Problems as a reader meets them: file by file in the order they are read, then by line and column.
+    private static func inReadingOrder(_ problems: [ConfigProblem], files: [String]) -> [ConfigProblem] {
+        let order = Dictionary(files.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        return problems.enumerated().sorted { first, second in
+            let a = (order[first.element.file] ?? files.count, first.element.line ?? 0, first.element.column ?? 0, first.offset)
+            let b = (order[second.element.file] ?? files.count, second.element.line ?? 0, second.element.column ?? 0, second.offset)
+            return a < b
+        }.map(\.element)
     }
 
     // MARK: The [daemon] table
@@ -98,15 +93,31 @@ public struct ConfigurationLoader: Sendable {
                     ?? ConfigProblem(file: "daemon", message: error.description))
             }
         }
-        read { settings.socketPath = try table.string("socket") }
+        read {
+            guard let path = try table.string("socket") else { return }
+            // sockaddr_un's sun_path holds the path and its terminating NUL.
+            let limit = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+            guard (1...limit).contains(path.utf8.count) else {
+                throw table.invalid("socket", "a Unix socket path must be 1 to \(limit) bytes long, this one is \(path.utf8.count)")
+            }
+            settings.socketPath = path
+        }
         read { settings.stateDirectory = try table.string("state_dir") }
         read { settings.prefetch = try table.integer("prefetch", in: 0...1_000) ?? settings.prefetch }
         read { settings.maxClients = try table.integer("max_clients", in: 1...1_000_000) ?? settings.maxClients }
         read { settings.maxLineBytes = try table.integer("max_line_bytes", in: 64...16_777_216) ?? settings.maxLineBytes }
         read { settings.maxSubscriptions = try table.integer("max_subscriptions", in: 1...100_000) ?? settings.maxSubscriptions }
         read { settings.stallTimeout = try positive(table, "stall_timeout") ?? settings.stallTimeout }
-        read { settings.socketGroup = try table.string("socket_group") }
-        read { settings.allowGroups = try table.stringArray("allow_groups") ?? [] }
+        read {
+            guard let name = try table.string("socket_group") else { return }
+            guard UserDatabase.groupEntry(named: name) != nil else { throw table.invalid("socket_group", "no group named \"\(name)\" on this host") }
+            settings.socketGroup = name
+        }
+        read {
+            let groups = try Self.resolvedGroups(table)
+            settings.allowGIDs = groups.gids
+            settings.allowGroupMemberUIDs = groups.memberUIDs
+        }
         read {
             guard let mode = try table.string("socket_mode") else { return }
             guard let parsed = mode_t(mode, radix: 8), parsed <= 0o777 else {
@@ -114,14 +125,7 @@ public struct ConfigurationLoader: Sendable {
             }
             settings.socketMode = parsed
         }
-        read {
-            guard let value = table.value("allow_uids") else { return }
-            let uids = value.arrayValue?.compactMap { $0.integerValue.flatMap(UInt32.init(exactly:)) }
-            guard let uids, uids.count == value.arrayValue?.count else {
-                throw table.invalid("allow_uids", "expected an array of user ids (integers)")
-            }
-            settings.allowUIDs = uids
-        }
+        read { settings.allowUIDs = try Self.resolvedUsers(table) }
         read {
             guard let name = try table.string("log_level") else { return }
             guard let level = LogLevel(name: name) else {
@@ -134,6 +138,65 @@ public struct ConfigurationLoader: Sendable {
             problems.append(merged.daemon[key]!.document.problem(at: ["daemon", key], "daemon.\(key): unknown key"))
         }
         return settings
+    }
+
+    /// `allow_uids`: uids and user names, every name resolved now. A name that does not resolve is
+    /// an error: skipping it could leave the list empty, and an empty list lets everyone in.
+    private static func resolvedUsers(_ table: ConfigTable) throws(OptionError) -> [UInt32] {
+        var uids: [UInt32] = []
+        for entry in try idList(table, "allow_uids", what: "user") {
+            switch entry {
+            case .id(let uid): uids.append(uid)
+            case .name(let name):
+                guard let uid = UserDatabase.uid(ofUser: name) else { throw table.invalid("allow_uids", "no user named \"\(name)\" on this host") }
+                uids.append(uid)
+            }
+        }
+        return uids
+    }
+
+    /// `allow_groups`: gids and group names, resolved now with the uids of the groups' listed members.
+    private static func resolvedGroups(_ table: ConfigTable) throws(OptionError) -> (gids: [UInt32], memberUIDs: [UInt32]) {
+        var gids: [UInt32] = []
+        var memberNames: [String] = []
+        for entry in try idList(table, "allow_groups", what: "group") {
+            switch entry {
+            case .id(let gid):
+                gids.append(gid)
+                memberNames += UserDatabase.members(ofGroup: gid) ?? []
+            case .name(let name):
+                guard let group = UserDatabase.groupEntry(named: name) else {
+                    throw table.invalid("allow_groups", "no group named \"\(name)\" on this host")
+                }
+                gids.append(group.gid)
+                memberNames += group.members
+            }
+        }
+        return (gids, memberNames.compactMap(UserDatabase.uid(ofUser:)))
+    }
+
+    private enum IDOrName {
+        case id(UInt32)
+        case name(String)
+    }
+
+    private static func idList(_ table: ConfigTable, _ key: String, what: String) throws(OptionError) -> [IDOrName] {
+        guard let value = table.value(key) else { return [] }
+        let expected = "expected an array of \(what) ids (whole numbers) or \(what) names (strings)"
+        guard let elements = value.arrayValue else { throw table.invalid(key, "\(expected), got \(value.typeDescription)") }
+        var entries: [IDOrName] = []
+        for element in elements {
+            switch element {
+            case .integer(let id):
+                guard let id = UInt32(exactly: id), id != UInt32.max else { throw table.invalid(key, "\(id) is not a \(what) id") }
+                entries.append(.id(id))
+            case .string(let name) where !name.isEmpty:
+                entries.append(.name(name))
+            default:
+                throw table.invalid(key, "\(expected), got \(element.typeDescription)")
+            }
+        }
+        return entries
     }
 
     // MARK: [feeds.NAME] tables
@@ -192,7 +255,10 @@ public struct ConfigurationLoader: Sendable {
         for key in options.unreadKeys {
             problems.append(document.problem(at: ["feeds", name, key], "feeds.\(name).\(key): unknown key for source \"\(source)\""))
         }
-        return problems.count == problemCount ? FeedDefinition(settings: settings, adapter: adapter, makeAdapter: makeAdapter) : nil
+        let written = document.problem(at: ["feeds", name], "")
+        let location = ConfigLocation(file: written.file, line: written.line, column: written.column)
+        return problems.count == problemCount
+            ? FeedDefinition(settings: settings, adapter: adapter, makeAdapter: makeAdapter, location: location) : nil
     }
 
     /// A size such as `"512KiB"`, `"64MiB"` or `"1GiB"` (or a plain number of bytes) within `range`.

@@ -27,7 +27,11 @@ struct TOMLDocument {
         } catch {
             throw ConfigError([ConfigProblem(file: file, message: "internal error converting TOML: \(error)")])
         }
-        root = converted["value"]?.objectValue ?? [:]
+        var root = converted["value"] ?? [:]
+        for path in converted["floats"]?.arrayValue ?? [] {
+            Self.markFloat(at: (path.arrayValue ?? []).compactMap(\.stringValue)[...], in: &root)
+        }
+        self.root = root.objectValue ?? [:]
         var positions: [[String]: (line: Int, column: Int)] = [:]
         for entry in converted["positions"]?.arrayValue ?? [] {
             guard let fields = entry.arrayValue, fields.count >= 2,
@@ -36,6 +40,30 @@ struct TOMLDocument {
             positions[fields.dropFirst(2).compactMap(\.stringValue)] = (Int(line), Int(column))
         }
         self.positions = positions
+    }
+
+    /// Makes the number at `path` a `.double`, as the TOML file wrote it (`2.0`, `1e3`), however
+    /// the JSON reader gave it back. Components are keys, or indices into arrays.
+    private static func markFloat(at path: ArraySlice<String>, in value: inout JSONValue) {
+        guard let first = path.first else {
+            if case .integer(let integer) = value { value = .double(Double(integer)) }
+            return
+        }
+        switch value {
+        case .object(var members):
+            guard var member = members[first] else { return }
+            value = .null
+            markFloat(at: path.dropFirst(), in: &member)
+            members[first] = member
+            value = .object(members)
+        case .array(var elements):
+            guard let index = Int(first), elements.indices.contains(index) else { return }
+            value = .null
+            markFloat(at: path.dropFirst(), in: &elements[index])
+            value = .array(elements)
+        default:
+            return
+        }
     }
 
     /// A problem at the key `path` (or, where that key is absent, at the nearest table that holds it).

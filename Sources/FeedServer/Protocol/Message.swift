@@ -54,7 +54,7 @@ struct Message {
     }
 
     /// The finished line, with the request's id where it answers one.
-    consuming func line(replyTo id: JSONValue?) -> [UInt8] {
+    consuming func line(replyTo id: RequestID?) -> [UInt8] {
         writer.bytes.append(contentsOf: Message.closing(replyTo: id))
         return writer.bytes
     }
@@ -64,13 +64,13 @@ struct Message {
     consuming func openBody() -> [UInt8] { writer.bytes }
 
     /// `}\n`, or `,"id":…}\n` for a reply.
-    static func closing(replyTo id: JSONValue?) -> [UInt8] {
+    static func closing(replyTo id: RequestID?) -> [UInt8] {
         guard let id else { return plainClosing }
-        var writer = JSONWriter(reservingCapacity: 24)
-        writer.raw(",\"id\":")
-        writer.value(id)
-        writer.raw("}\n")
-        return writer.bytes
+        var bytes = Array(",\"id\":".utf8)
+        bytes.reserveCapacity(id.json.count + 10)
+        bytes.append(contentsOf: id.json)
+        bytes.append(contentsOf: "}\n".utf8)
+        return bytes
     }
 
     static let plainClosing: [UInt8] = Array("}\n".utf8)
@@ -78,7 +78,7 @@ struct Message {
 }
 
 extension Message {
-    static func error(_ code: ErrorCode, _ message: String, feed: String? = nil, id: JSONValue? = nil, retryInMilliseconds: Int64? = nil) -> [UInt8] {
+    static func error(_ code: ErrorCode, _ message: String, feed: String? = nil, id: RequestID? = nil, retryInMilliseconds: Int64? = nil) -> [UInt8] {
         var line = Message(type: "error")
         line.field("code", code.rawValue)
         line.field("message", message)
@@ -87,19 +87,19 @@ extension Message {
         return line.line(replyTo: id)
     }
 
-    static func simple(_ type: StaticString, feed: String? = nil, id: JSONValue?) -> [UInt8] {
+    static func simple(_ type: StaticString, feed: String? = nil, id: RequestID?) -> [UInt8] {
         var line = Message(type: type)
         if let feed { line.field("feed", feed) }
         return line.line(replyTo: id)
     }
 
-    static func bye(reason: String, id: JSONValue? = nil) -> [UInt8] {
+    static func bye(reason: String, id: RequestID? = nil) -> [UInt8] {
         var line = Message(type: "bye")
         line.field("reason", reason)
         return line.line(replyTo: id)
     }
 
-    static func refreshed(feed: String, generation: Int, id: JSONValue?) -> [UInt8] {
+    static func refreshed(feed: String, generation: Int, id: RequestID?) -> [UInt8] {
         var line = Message(type: "refreshed")
         line.field("feed", feed)
         line.field("generation", generation)

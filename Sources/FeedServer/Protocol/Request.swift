@@ -51,16 +51,38 @@ public enum ErrorCode: String, Sendable {
 public struct RequestError: Error, Equatable, Sendable {
     public let code: ErrorCode
     public let message: String
-    public let id: JSONValue?
+    public let id: RequestID?
     public let feed: String?
+}
+
+/// The rule for consumer names: `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`. A name is stored on disk and
+/// shown in `status`, so it may not be empty, hold a path separator or control characters, or
+/// start with a dot.
+public enum ConsumerName {
+    public static let maxLength = 128
+    public static let rule = "[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+
+    public static func isValid(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...maxLength).contains(bytes.count) else { return false }
+        func isAlphanumeric(_ byte: UInt8) -> Bool {
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        }
+        return isAlphanumeric(bytes[0])
+            && bytes.dropFirst().allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
 }
 
 /// Decodes request lines: a JSON object, or the inline words form `OP [FEED] [N]`.
 public enum RequestDecoder {
     /// The most pages one `next` may ask for.
     public static let maxCount = 10_000
+    /// The highest page number a client may name (`after`, `ack`'s `page`): far beyond any real
+    /// feed, and far enough below `Int.max` that no page arithmetic can overflow.
+    public static let maxPage = 1_000_000_000
 
-    public static func decode(_ line: ArraySlice<UInt8>) -> Result<(request: Request, id: JSONValue?), RequestError> {
+    public static func decode(_ line: ArraySlice<UInt8>) -> Result<(request: Request, id: RequestID?), RequestError> {
         if line.first == UInt8(ascii: "{") { return decodeJSON(line) }
         guard let text = String(validating: line, as: UTF8.self) else {
             return .failure(RequestError(code: .badRequest, message: "the line is not valid UTF-8", id: nil, feed: nil))
@@ -68,7 +90,7 @@ public enum RequestDecoder {
         return decodeWords(text).map { ($0, nil) }
     }
 
-    private static func decodeJSON(_ line: ArraySlice<UInt8>) -> Result<(request: Request, id: JSONValue?), RequestError> {
+    private static func decodeJSON(_ line: ArraySlice<UInt8>) -> Result<(request: Request, id: RequestID?), RequestError> {
         let object: [String: JSONValue]
         do {
             guard let parsed = try JSONValue(parsing: line).objectValue else {
@@ -78,7 +100,7 @@ public enum RequestDecoder {
         } catch {
             return .failure(RequestError(code: .badJSON, message: "invalid JSON: \(error.description)", id: nil, feed: nil))
         }
-        let fields = Fields(object: object)
+        let fields = Fields(object: object, id: object["id"] == nil ? nil : RequestID.find(in: line))
         do {
             return .success((try request(from: fields), fields.id))
         } catch {
@@ -91,15 +113,17 @@ public enum RequestDecoder {
         switch op {
         case "subscribe", "follow":
             let follow = try fields.bool("follow") ?? (op == "follow")
-            return .subscribe(feed: try fields.feed(), consumer: try fields.string("consumer"), after: try fields.count("after", minimum: 0), follow: follow)
+            return .subscribe(
+                feed: try fields.feed(), consumer: try fields.consumer(required: false), after: try fields.count("after", minimum: 0, maximum: maxPage),
+                follow: follow)
         case "next":
             return .next(feed: try fields.feed(), count: try fields.count("count", minimum: 1, maximum: maxCount) ?? 1)
         case "ack":
-            guard let page = try fields.count("page", minimum: 0) else { throw fields.error("`page` is required") }
+            guard let page = try fields.count("page", minimum: 0, maximum: maxPage) else { throw fields.error("`page` is required") }
             return .ack(feed: try fields.feed(), page: page)
         case "unsubscribe": return .unsubscribe(feed: try fields.feed())
         case "refresh": return .refresh(feed: try fields.feed())
-        case "forget": return .forget(feed: try fields.feed(), consumer: try fields.requiredString("consumer"))
+        case "forget": return .forget(feed: try fields.feed(), consumer: try fields.consumer(required: true)!)
         case "status": return .status
         case "ping": return .ping
         case "quit": return .quit
@@ -119,8 +143,8 @@ public enum RequestDecoder {
         }
         let takesFeed: Set = ["subscribe", "follow", "next", "ack", "unsubscribe", "refresh"]
         let takesNumber: [String: (name: String, range: ClosedRange<Int>)] = [
-            "subscribe": ("after", 0...Int.max), "follow": ("after", 0...Int.max),
-            "next": ("count", 1...maxCount), "ack": ("page", 0...Int.max),
+            "subscribe": ("after", 0...maxPage), "follow": ("after", 0...maxPage),
+            "next": ("count", 1...maxCount), "ack": ("page", 0...maxPage),
         ]
         guard takesFeed.contains(op) || ["status", "ping", "quit"].contains(op) else {
             return .failure(RequestError(code: .unknownOp, message: "unknown op \"\(op)\"", id: nil, feed: nil))
@@ -131,7 +155,7 @@ public enum RequestDecoder {
         var number: Int?
         if words.count == 3, let numberSpec = takesNumber[op] {
             guard let parsed = Int(words[2]), numberSpec.range.contains(parsed) else {
-                return failure("\(numberSpec.name) must be a whole number from \(numberSpec.range.lowerBound)\(numberSpec.range.upperBound == Int.max ? " up" : " to \(numberSpec.range.upperBound)"), got \"\(words[2])\"")
+                return failure("\(numberSpec.name) must be a whole number from \(numberSpec.range.lowerBound) to \(numberSpec.range.upperBound), got \"\(words[2].prefix(40))\"")
             }
             number = parsed
         }
@@ -164,7 +188,7 @@ public enum RequestDecoder {
 /// Typed access to a request object's fields, with errors that name the field.
 private struct Fields {
     let object: [String: JSONValue]
-    var id: JSONValue? { object["id"] }
+    let id: RequestID?
 
     func error(_ message: String) -> RequestError {
         RequestError(code: .badRequest, message: message, id: id, feed: object["feed"]?.stringValue)
@@ -183,17 +207,24 @@ private struct Fields {
 
     func feed() throws(RequestError) -> String { try requiredString("feed") }
 
+    func consumer(required: Bool) throws(RequestError) -> String? {
+        guard let name = required ? try requiredString("consumer") : try string("consumer") else { return nil }
+        guard ConsumerName.isValid(name) else {
+            throw error("`consumer` must match \(ConsumerName.rule) (1 to \(ConsumerName.maxLength) letters, digits, '.', '_' or '-')")
+        }
+        return name
+    }
+
     func bool(_ name: String) throws(RequestError) -> Bool? {
         guard let value = object[name], value != .null else { return nil }
         guard let flag = value.boolValue else { throw error("`\(name)` must be true or false, got \(value.typeDescription)") }
         return flag
     }
 
-    func count(_ name: String, minimum: Int, maximum: Int = Int.max) throws(RequestError) -> Int? {
+    func count(_ name: String, minimum: Int, maximum: Int) throws(RequestError) -> Int? {
         guard let value = object[name], value != .null else { return nil }
         guard let integer = value.integerValue, let count = Int(exactly: integer), (minimum...maximum).contains(count) else {
-            let limit = maximum == Int.max ? "at least \(minimum)" : "from \(minimum) to \(maximum)"
-            throw error("`\(name)` must be a whole number \(limit)")
+            throw error("`\(name)` must be a whole number from \(minimum) to \(maximum)")
         }
         return count
     }

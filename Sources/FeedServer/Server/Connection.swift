@@ -14,29 +14,28 @@ final class Connection: SubscriptionOutput {
     let peer: PeerCredentials?
     private unowned let server: Server
     private var registration: EventLoop.Registration?
-    /// What the event loop watches for: reading while ``isReading``, writing while output waits.
+    private var state = ConnectionState.reading
+    /// What the event loop watches for: requests while reading, writability while output waits.
     private var interest: EventLoop.Interest = .readable
-    private var readingPaused = false
-    /// Input has ended, or the connection is closing: nothing more is read.
-    private var readingStopped = false
-    private var writeArmed = false
     private var output = OutputQueue()
+    /// Set while the socket refuses output that is waiting: the timer that ends the connection
+    /// if that lasts `stall_timeout`. Nil while output flows.
+    private var stallTimer: EventLoop.Timer?
     private var subscriptions: [String: Subscription] = [:]
-    /// Part of a line read so far, or, while discarding an over-long line, nothing.
-    private var partialLine: [UInt8] = []
-    private var discardingLongLine = false
-    /// Bytes read but not yet handled because output backed up mid-read.
+    /// `max_line_bytes` when the client connected; a reload applies to later connections.
+    private let maxLineBytes: Int
+    private var lines: LineSplitter
+    /// Input read but not yet split because reading paused mid-read, and how much of it is done;
+    /// consumed from the front without copying what is left.
     private var unhandledInput: [UInt8] = []
-    private var inputEnded = false
-    /// Since when the socket has refused output that is waiting; nil while output flows.
-    private var stalledSince: ContinuousClock.Instant?
-    private var closeWhenFlushed = false
-    private(set) var isClosed = false
+    private var unhandledOffset = 0
 
     init(descriptor: Int32, peer: PeerCredentials?, server: Server) {
         self.descriptor = descriptor
         self.peer = peer
         self.server = server
+        maxLineBytes = server.settings.maxLineBytes
+        lines = LineSplitter(maxLineBytes: maxLineBytes)
     }
 
     func start(greeting: [UInt8]) {
@@ -44,13 +43,13 @@ final class Connection: SubscriptionOutput {
         send(greeting)
     }
 
-    private var isReading: Bool { !readingPaused && !readingStopped && !isClosed }
+    var isClosed: Bool { state.isClosed }
 
     private func handle(_ readiness: EventLoop.Readiness) {
-        if readiness.isReadable, isReading { readAvailable() }
-        if readiness.isWritable || readiness.isHangUp, writeArmed, !isClosed { writable() }
+        if readiness.isReadable, state.isReading { readAvailable() }
+        if readiness.isWritable || readiness.isHangUp, stallTimer != nil, !state.isClosed { writable() }
         // The peer is gone and nothing is left to read from it: nothing can reach it either.
-        if readiness.isHangUp, !isClosed, !isReading, !writeArmed { close() }
+        if readiness.isHangUp, !state.isClosed, !state.isReading, stallTimer == nil { close() }
     }
 
     var subscriptionCount: Int { subscriptions.count }
@@ -65,7 +64,7 @@ final class Connection: SubscriptionOutput {
             let count = server.readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
                 server.readBuffer.withUnsafeBytes { handleInput(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-                if !isReading { return }
+                if !state.isReading { return }
             } else if count == 0 {
                 endOfInput()
                 return
@@ -77,58 +76,29 @@ final class Connection: SubscriptionOutput {
         }
     }
 
-    /// Splits input into lines and handles each; stops (keeping the rest) if output backs up.
+    /// Handles every line in `bytes`; what is left when reading pauses is kept for ``resumeReading()``.
     private func handleInput(_ bytes: UnsafeRawBufferPointer) {
-        var start = 0
-        while start < bytes.count {
-            if readingPaused || closeWhenFlushed || isClosed {
-                if !isClosed && !closeWhenFlushed { unhandledInput.append(contentsOf: bytes[start...]) }
-                return
-            }
-            guard let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
-                appendPartial(bytes[start...])
-                return
-            }
-            let segment = bytes[start..<newline]
-            start = newline + 1
-            if discardingLongLine {
-                discardingLongLine = false
-                continue
-            }
-            if partialLine.isEmpty {
-                handleLine(Array(segment)[...])
-            } else {
-                appendPartial(segment)
-                guard !discardingLongLine else {
-                    discardingLongLine = false
-                    continue
-                }
-                let line = partialLine
-                partialLine = []
-                handleLine(line[...])
-            }
+        let consumed = lines.split(bytes) { piece in
+            answer(piece)
+            return state.isReading
+        }
+        if consumed < bytes.count, state == .paused {
+            unhandledInput.append(contentsOf: bytes[consumed...])
         }
     }
 
-    private func appendPartial(_ bytes: Slice<UnsafeRawBufferPointer>) {
-        guard !discardingLongLine else { return }
-        if partialLine.count + bytes.count > server.settings.maxLineBytes {
-            partialLine = []
-            discardingLongLine = true
-            send(Message.error(.lineTooLong, "request line longer than \(server.settings.maxLineBytes) bytes; skipped to the next newline"))
-            return
+    private func answer(_ piece: LineSplitter.Piece) {
+        switch piece {
+        case .line(let line): handleLine(line)
+        case .tooLong:
+            send(Message.error(.lineTooLong, "request line longer than \(maxLineBytes) bytes; skipped to the next newline"))
         }
-        partialLine.append(contentsOf: bytes)
     }
 
     private func handleLine(_ line: ArraySlice<UInt8>) {
         var line = line
         if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
         guard line.contains(where: { $0 != 0x20 && $0 != 0x09 }) else { return }
-        if line.count > server.settings.maxLineBytes {
-            send(Message.error(.lineTooLong, "request line longer than \(server.settings.maxLineBytes) bytes"))
-            return
-        }
         switch RequestDecoder.decode(line) {
         case .success(let decoded):
             server.handle(decoded.request, id: decoded.id, from: self)
@@ -137,18 +107,21 @@ final class Connection: SubscriptionOutput {
         }
     }
 
+    /// The client half-closed: a last line it sent without a newline is answered like any other.
     private func endOfInput() {
-        inputEnded = true
-        stopReading()
+        // Handled while still reading, so that its first answer cannot close the connection
+        // before the rest of the request is under way.
+        if let last = lines.finish() { handleLine(last) }
+        guard state.endInput() else { return }
+        updateInterest()
         closeIfFinished()
     }
 
     /// After the client stops sending, the connection stays until every `next` it sent is
     /// answered and written, so `echo "next users 3" | socat - UNIX-CONNECT:…` works.
     private func closeIfFinished() {
-        guard !isClosed else { return }
         let waiting = subscriptions.values.contains { $0.hasPendingRequests }
-        if (inputEnded && !waiting || closeWhenFlushed) && output.isEmpty { close() }
+        if state.isFinished(outputEmpty: output.isEmpty, requestsPending: waiting) { close() }
     }
 
     // MARK: Subscriptions
@@ -160,23 +133,23 @@ final class Connection: SubscriptionOutput {
         subscriptions[feed] = subscription
     }
 
-    var canTakePage: Bool { !isClosed && output.pageCount < server.settings.pageWindow }
+    var canTakePage: Bool { !state.isClosed && output.pageCount < server.settings.pageWindow }
 
     func receive(_ event: SubscriptionEvent, from subscription: Subscription) {
         switch event {
         case .page(let page, let replyTo):
             output.append(page.encoded)
-            output.append(replyTo.map { SharedBytes(Message.closing(replyTo: $0)) } ?? Message.sharedPlainClosing, endsPage: true)
+            output.append(RequestID(replyTag: replyTo).map { SharedBytes(Message.closing(replyTo: $0)) } ?? Message.sharedPlainClosing, endsPage: true)
         case .end(let feed, let page, let replyTo):
             var line = Message(type: "end")
             line.field("feed", feed)
             line.field("page", page)
-            send(line.line(replyTo: replyTo))
+            send(line.line(replyTo: RequestID(replyTag: replyTo)))
             closeIfFinished()
         case .upstreamFailing(let feed, let message, let retryIn, let replyTo):
-            send(Message.error(.upstream, message, feed: feed, id: replyTo, retryInMilliseconds: retryIn.wholeMilliseconds))
+            send(Message.error(.upstream, message, feed: feed, id: RequestID(replyTag: replyTo), retryInMilliseconds: retryIn.wholeMilliseconds))
         case .refreshed(let feed, let generation, let replyTo):
-            send(Message.refreshed(feed: feed, generation: generation, id: replyTo))
+            send(Message.refreshed(feed: feed, generation: generation, id: RequestID(replyTag: replyTo)))
         case .removed(let feed):
             if subscriptions[feed] === subscription { subscriptions[feed] = nil }
             send(Message.error(.unknownFeed, "feed \"\(feed)\" was removed by a configuration reload", feed: feed))
@@ -193,37 +166,55 @@ final class Connection: SubscriptionOutput {
     // MARK: Writing
 
     func send(_ line: [UInt8]) {
-        guard !isClosed else { return }
-        output.append(SharedBytes(line))
+        send(SharedBytes(line))
+    }
+
+    /// Queues bytes that may be shared with other connections, and writes what the socket takes.
+    func send(_ bytes: SharedBytes) {
+        guard !state.isClosed else { return }
+        output.append(bytes)
         flush()
     }
 
     /// Sends `line` and closes the connection once everything queued is written.
     func sendFinal(_ line: [UInt8]) {
         send(line)
-        closeWhenFlushed = true
-        stopReading()
+        guard state.finish() else { return }
+        unhandledInput = []
+        unhandledOffset = 0
+        updateInterest()
         closeIfFinished()
     }
 
     func flush() {
-        guard !isClosed, !writeArmed else { return }
+        guard !state.isClosed else { return }
+        // Whether or not the socket takes more now, a client whose unread answers are over the
+        // bound gets no more requests read until they drain (SPEC §5, flow control).
+        defer { if output.byteCount > server.settings.inputPauseBytes, state.pause() { updateInterest() } }
+        guard stallTimer == nil else { return }
         switch output.flush(to: descriptor) {
         case .drained:
             // A client that stopped sending leaves once its last answer is out.
-            if inputEnded { closeIfFinished() }
+            closeIfFinished()
         case .wouldBlock:
-            armWriting()
+            outputBlocked()
         case .failed:
             close()
-            return
         }
-        if output.byteCount > server.settings.inputPauseBytes { pauseReading() }
     }
 
-    private func armWriting() {
-        writeArmed = true
-        watchForStall()
+    /// The socket is full: watch for room, and end the connection if none comes within
+    /// `stall_timeout`, so a client cannot hold its queued pages and its slot forever.
+    private func outputBlocked() {
+        let timeout = server.settings.stallTimeout
+        let timer = server.loop.schedule(after: timeout) { [weak self] in
+            guard let self, !self.state.isClosed else { return }
+            self.server.logger.warning("disconnecting \(self.peerDescription): it read nothing for \(timeout.wholeMilliseconds / 1000) s")
+            self.output.append(SharedBytes(Message.error(.tooSlow, "disconnected: no output read for \(timeout.wholeMilliseconds) ms")))
+            _ = self.output.flush(to: self.descriptor)
+            self.close()
+        }
+        stallTimer = timer
         updateInterest()
     }
 
@@ -235,8 +226,8 @@ final class Connection: SubscriptionOutput {
             close()
             return
         case .drained:
-            writeArmed = false
-            stalledSince = nil
+            if let stallTimer { server.loop.cancel(stallTimer) }
+            stallTimer = nil
             updateInterest()
         }
         resumeReading()
@@ -246,51 +237,35 @@ final class Connection: SubscriptionOutput {
         closeIfFinished()
     }
 
-    /// A client that leaves its output unread past `stall_timeout` is told why and disconnected,
-    /// so it cannot hold its queued pages and its slot forever.
-    private func watchForStall() {
-        let since = ContinuousClock.now
-        stalledSince = since
-        let timeout = server.settings.stallTimeout
-        Task { [weak self] in
-            try? await Task.sleep(for: timeout)
-            guard let self, !self.isClosed, self.stalledSince == since else { return }
-            self.server.logger.warning("disconnecting \(self.peerDescription): it read nothing for \(timeout.wholeMilliseconds / 1000) s")
-            self.output.append(SharedBytes(Message.error(.tooSlow, "disconnected: no output read for \(timeout.wholeMilliseconds) ms")))
-            _ = self.output.flush(to: self.descriptor)
-            self.close()
+    var peerDescription: String { peer?.description ?? "an unknown peer" }
+
+    /// Reads again once the backlog is written, starting with what was read before the pause.
+    private func resumeReading() {
+        guard state.resume() else { return }
+        updateInterest()
+        // Taken out while it is split, since a request may close the connection and drop it.
+        let pending = unhandledInput
+        let offset = unhandledOffset
+        unhandledInput = []
+        unhandledOffset = 0
+        guard offset < pending.count else { return }
+        let consumed = pending.withUnsafeBytes { bytes in
+            lines.split(UnsafeRawBufferPointer(rebasing: bytes[offset...])) { piece in
+                answer(piece)
+                return state.isReading
+            }
+        }
+        if state == .paused, offset + consumed < pending.count {
+            unhandledInput = pending
+            unhandledOffset = offset + consumed
         }
     }
 
-    var peerDescription: String { peer?.description ?? "an unknown peer" }
-
-    private func pauseReading() {
-        guard isReading else { return }
-        readingPaused = true
-        updateInterest()
-    }
-
-    private func resumeReading() {
-        guard readingPaused, !isClosed else { return }
-        readingPaused = false
-        updateInterest()
-        let pending = unhandledInput
-        unhandledInput = []
-        pending.withUnsafeBytes { handleInput($0) }
-    }
-
-    private func stopReading() {
-        readingStopped = true
-        readingPaused = false
-        unhandledInput = []
-        updateInterest()
-    }
-
     private func updateInterest() {
-        guard let registration, !isClosed else { return }
+        guard let registration, !state.isClosed else { return }
         var wanted: EventLoop.Interest = []
-        if isReading { wanted.insert(.readable) }
-        if writeArmed { wanted.insert(.writable) }
+        if state.isReading { wanted.insert(.readable) }
+        if stallTimer != nil { wanted.insert(.writable) }
         guard wanted != interest else { return }
         interest = wanted
         server.loop.change(registration, to: wanted)
@@ -300,11 +275,13 @@ final class Connection: SubscriptionOutput {
 
     /// Ends the connection now: subscriptions are cancelled, unsent output is dropped.
     func close() {
-        guard !isClosed else { return }
-        isClosed = true
+        guard state.close() else { return }
+        if let stallTimer { server.loop.cancel(stallTimer) }
+        stallTimer = nil
         for subscription in subscriptions.values { subscription.cancel() }
         subscriptions.removeAll()
         unhandledInput = []
+        output = OutputQueue()
         if let registration { server.loop.stopWatching(registration) }
         _ = Glibc.close(descriptor)
         server.connectionClosed(self)

@@ -11,6 +11,10 @@ import Glibc
 ///
 /// Interest is level-triggered: what a handler leaves unread or unwritten is reported again on
 /// the next turn, after every other ready descriptor had its turn.
+///
+/// Timers run on the loop's own timerfd, made when the loop is: a timer must still work when the
+/// process is out of file descriptors (that is when the accept back-off needs one), and
+/// libdispatch's first timer creates descriptors of its own, and traps if it cannot.
 @MainActor
 public final class EventLoop {
     struct Interest: OptionSet, Sendable {
@@ -39,11 +43,19 @@ public final class EventLoop {
 
     typealias Handler = @MainActor (Readiness) -> Void
 
+    /// A timer set with ``schedule(after:_:)``, for ``cancel(_:)``.
+    struct Timer: Hashable, Sendable {
+        fileprivate let token: UInt64
+    }
+
     private let epoll: Int32
     private let mainQueue: Int32
+    private let timerDescriptor: Int32
     private var handlers: [UInt64: Handler] = [:]
-    /// Token 0 is the main queue's.
-    private var nextToken: UInt64 = 1
+    private var timers: [UInt64: (deadline: ContinuousClock.Instant, fire: @MainActor () -> Void)] = [:]
+    /// Token 0 is the main queue's, token 1 the timers'.
+    private var nextToken: UInt64 = 2
+    private static let timerToken: UInt64 = 1
 
     public init() {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -51,6 +63,47 @@ public final class EventLoop {
         mainQueue = _dispatch_get_main_queue_handle_4CF()
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: 0))
         precondition(epoll_ctl(epoll, EPOLL_CTL_ADD, mainQueue, &event) == 0, "cannot watch the main queue: errno \(errno)")
+        timerDescriptor = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC) | Int32(TFD_NONBLOCK))
+        precondition(timerDescriptor >= 0, "timerfd_create failed: errno \(errno)")
+        var timerEvent = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(u64: Self.timerToken))
+        precondition(epoll_ctl(epoll, EPOLL_CTL_ADD, timerDescriptor, &timerEvent) == 0, "cannot watch the timer: errno \(errno)")
+    }
+
+    // MARK: Timers
+
+    /// Calls `fire` once on the main actor after `delay`, unless cancelled first.
+    @discardableResult
+    func schedule(after delay: Duration, _ fire: @escaping @MainActor () -> Void) -> Timer {
+        let timer = Timer(token: nextToken)
+        nextToken += 1
+        timers[timer.token] = (ContinuousClock.now + delay, fire)
+        armTimer()
+        return timer
+    }
+
+    func cancel(_ timer: Timer) {
+        timers[timer.token] = nil
+    }
+
+    /// Sets the timerfd to the earliest deadline (a cancelled timer may wake it once for nothing).
+    private func armTimer() {
+        guard let earliest = timers.values.lazy.map(\.deadline).min() else { return }
+        let remaining = max(earliest - .now, .microseconds(1))
+        let (seconds, attoseconds) = remaining.components
+        var setting = itimerspec(
+            it_interval: timespec(tv_sec: 0, tv_nsec: 0),
+            it_value: timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000)))
+        _ = timerfd_settime(timerDescriptor, 0, &setting, nil)
+    }
+
+    private func fireDueTimers() {
+        var expirations: UInt64 = 0
+        _ = read(timerDescriptor, &expirations, MemoryLayout<UInt64>.size)
+        let now = ContinuousClock.now
+        let due = timers.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
+        for (token, _) in due { timers[token] = nil }
+        for (_, timer) in due { timer.fire() }
+        armTimer()
     }
 
     /// Calls `handler` on the main actor whenever `descriptor` is ready for `interest`.
@@ -89,6 +142,8 @@ public final class EventLoop {
                 let token = events[index].data.u64
                 if token == 0 {
                     serveMainQueue()
+                } else if token == Self.timerToken {
+                    fireDueTimers()
                 } else if let handler = handlers[token] {
                     handler(Readiness(events: events[index].events))
                 }

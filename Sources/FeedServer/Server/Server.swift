@@ -12,6 +12,17 @@ public final class Server {
     private let startedAt = ContinuousClock.now
     private var listeningDescriptor: Int32 = -1
     private var listener: EventLoop.Registration?
+    /// Set while the process is out of file descriptors: since when, and how many connections were
+    /// accepted meanwhile as descriptors freed up one by one. The episode ends when every waiting
+    /// connection has been accepted; it logs one line when it starts and one when it ends.
+    private var descriptorShortage: (since: ContinuousClock.Instant, accepted: Int)?
+    private lazy var connectionLog = ConnectionLog(logger: logger, loop: loop)
+    /// The `status` reply without its closing brace and id, shared by every request until it is
+    /// older than ``statusLifetime`` or something a client did changed it.
+    private var cachedStatus: (body: SharedBytes, builtAt: ContinuousClock.Instant)?
+    private static let statusLifetime: Duration = .milliseconds(100)
+    /// How many connections `status` lists in `peers`; `clients` has the total.
+    static let statusPeerLimit = 100
     private var connections: [ObjectIdentifier: Connection] = [:]
     private var isShuttingDown = false
     private var onDrained: (() -> Void)?
@@ -43,32 +54,53 @@ public final class Server {
             let descriptor = accept(listeningDescriptor, nil, nil)
             guard descriptor >= 0 else {
                 if errno == EINTR || errno == ECONNABORTED { continue }
-                if errno == EMFILE || errno == ENFILE { pauseAccepting() }
+                if errno == EMFILE || errno == ENFILE {
+                    pauseAccepting()
+                } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                    endDescriptorShortage()
+                }
                 return
             }
+            descriptorShortage?.accepted += 1
             _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
             _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
             admit(descriptor)
         }
     }
 
-    /// Out of descriptors: the waiting connection stays queued and the listener stays readable,
-    /// so stop watching it for a moment rather than spin (and log) until a descriptor is free.
+    /// Out of descriptors: the waiting connections stay queued in the kernel and the listener stays
+    /// readable, so stop watching it rather than spin. It is watched again as soon as a client
+    /// leaves, and every 100 ms meanwhile (on the loop's own timer, which needs no new descriptor),
+    /// while every connected client is served as before.
     private func pauseAccepting() {
         guard let listener else { return }
-        logger.error("cannot accept a connection: \(UnixSocket.lastError()); trying again in 100 ms")
-        loop.change(listener, to: [])
-        Task {
-            try? await Task.sleep(for: .milliseconds(100))
-            self.loop.change(listener, to: .readable)
+        if descriptorShortage == nil {
+            descriptorShortage = (.now, 0)
+            logger.error(
+                "out of file descriptors (\(UnixSocket.lastError())) with \(connections.count) clients: serving them, "
+                    + "and accepting new connections again once descriptors free up (raise LimitNOFILE= or lower max_clients)")
         }
+        loop.change(listener, to: [])
+        loop.schedule(after: .milliseconds(100)) { [weak self] in self?.resumeAccepting() }
+    }
+
+    private func resumeAccepting() {
+        guard let listener, descriptorShortage != nil else { return }
+        loop.change(listener, to: .readable)
+    }
+
+    private func endDescriptorShortage() {
+        guard let shortage = descriptorShortage else { return }
+        descriptorShortage = nil
+        let seconds = Double((ContinuousClock.now - shortage.since).wholeMilliseconds) / 1000
+        logger.notice("file descriptors are available again after \(seconds) s: every waiting connection accepted (\(shortage.accepted))")
     }
 
     private func admit(_ descriptor: Int32) {
         let peer = UnixSocket.peerCredentials(of: descriptor)
         let peerText = peer?.description ?? "an unknown peer"
         if let peer, !settings.access.allows(peer) {
-            logger.warning("refused connection from \(peerText): not in allow_uids or allow_groups")
+            connectionLog.log(.warning, "refused connection from \(peerText): not in allow_uids or allow_groups")
             refuse(descriptor, Message.error(.forbidden, "uid \(peer.uid) may not use this socket"))
             return
         }
@@ -77,14 +109,15 @@ public final class Server {
             return
         }
         if connections.count >= settings.maxClients {
-            logger.warning("refused connection from \(peerText): max_clients (\(settings.maxClients)) reached")
+            connectionLog.log(.warning, "refused connection from \(peerText): max_clients (\(settings.maxClients)) reached")
             refuse(descriptor, Message.error(.tooManyClients, "the server already has \(settings.maxClients) clients"))
             return
         }
-        logger.info("client connected: \(peerText)")
+        connectionLog.log(.info, "client connected: \(peerText)")
         let connection = Connection(descriptor: descriptor, peer: peer, server: self)
         connections[ObjectIdentifier(connection)] = connection
         connection.start(greeting: Message.hello(feeds: directory.names))
+        cachedStatus = nil
         onClientsChange?()
     }
 
@@ -96,6 +129,8 @@ public final class Server {
 
     func connectionClosed(_ connection: Connection) {
         connections[ObjectIdentifier(connection)] = nil
+        cachedStatus = nil
+        if descriptorShortage != nil { resumeAccepting() }
         onClientsChange?()
         if isShuttingDown, connections.isEmpty, let onDrained {
             self.onDrained = nil
@@ -114,8 +149,7 @@ public final class Server {
         for connection in connections.values {
             connection.sendFinal(Message.bye(reason: "shutting down"))
         }
-        Task {
-            try? await Task.sleep(for: deadline)
+        loop.schedule(after: deadline) {
             guard let onDrained = self.onDrained else { return }
             self.onDrained = nil
             for connection in Array(self.connections.values) { connection.close() }
@@ -125,7 +159,7 @@ public final class Server {
 
     // MARK: Requests
 
-    func handle(_ request: Request, id: JSONValue?, from connection: Connection) {
+    func handle(_ request: Request, id: RequestID?, from connection: Connection) {
         if isShuttingDown {
             connection.send(Message.error(.shuttingDown, "feedd is shutting down", id: id))
             return
@@ -135,13 +169,17 @@ public final class Server {
             return
         }
         switch request {
+        case .status, .ping: break
+        default: cachedStatus = nil
+        }
+        switch request {
         case .subscribe(let name, let consumer, let after, let follow):
             subscribe(connection, to: directory[name]!, consumer: consumer, after: after, follow: follow, id: id)
         case .next(let name, let count):
             guard let subscription = connection.subscription(for: name)
                 ?? subscribe(connection, to: directory[name]!, consumer: nil, after: nil, follow: false, id: id)
             else { return }
-            subscription.requestPages(count, replyTo: id)
+            subscription.requestPages(count, replyTo: id?.replyTag)
         case .ack(let name, let page):
             guard let subscription = connection.subscription(for: name) else {
                 connection.send(Message.error(.badRequest, "not subscribed to \"\(name)\"; subscribe or next first", feed: name, id: id))
@@ -164,12 +202,13 @@ public final class Server {
         case .refresh(let name):
             let feed = directory[name]!
             let own = connection.subscription(for: name)
-            feed.refresh(requester: own, replyTo: id)
+            feed.refresh(requester: own, replyTo: id?.replyTag)
             if own == nil { connection.send(Message.refreshed(feed: name, generation: feed.generation, id: id)) }
         case .forget(let name, let consumer):
             forget(consumer, of: name, for: connection, id: id)
         case .status:
-            connection.send(statusLine(id: id))
+            connection.send(statusBody())
+            connection.send(Message.closing(replyTo: id))
         case .ping:
             connection.send(Message.simple("pong", id: id))
         case .quit:
@@ -179,7 +218,7 @@ public final class Server {
 
     /// Subscribes and answers `subscribed`, or answers an error and returns nil.
     @discardableResult
-    private func subscribe(_ connection: Connection, to feed: Feed, consumer: String?, after: Int?, follow: Bool, id: JSONValue?) -> Subscription? {
+    private func subscribe(_ connection: Connection, to feed: Feed, consumer: String?, after: Int?, follow: Bool, id: RequestID?) -> Subscription? {
         connection.setSubscription(nil, for: feed.name)
         guard connection.subscriptionCount < settings.maxSubscriptions else {
             connection.send(Message.error(
@@ -208,7 +247,7 @@ public final class Server {
     }
 
     /// Deletes a consumer's stored cursor, also for a feed no longer configured.
-    private func forget(_ consumer: String, of feed: String, for connection: Connection, id: JSONValue?) {
+    private func forget(_ consumer: String, of feed: String, for connection: Connection, id: RequestID?) {
         guard let store = directory.store else {
             connection.send(Message.error(.badRequest, "this daemon keeps no consumer state", feed: feed, id: id))
             return
@@ -229,15 +268,18 @@ public final class Server {
         connection.send(line.line(replyTo: id))
     }
 
-    private func statusLine(id: JSONValue?) -> [UInt8] {
-        var line = Message(type: "status", capacity: 512)
+    /// The `status` reply up to its closing brace. Built at most every ``statusLifetime`` however
+    /// often clients ask, and bounded in size: `peers` lists at most ``statusPeerLimit`` clients.
+    private func statusBody() -> SharedBytes {
+        if let cachedStatus, ContinuousClock.now - cachedStatus.builtAt < Self.statusLifetime { return cachedStatus.body }
+        var line = Message(type: "status", capacity: 4096)
         line.field("version", feeddVersion)
         line.field("uptime_s", Int((ContinuousClock.now - startedAt).components.seconds))
         line.field("clients", connections.count)
         line.field("peers") { writer in
             // Who is connected, for an administrator; capped so a status stays small.
             writer.raw(UInt8(ascii: "["))
-            for (index, connection) in connections.values.prefix(1_000).enumerated() {
+            for (index, connection) in connections.values.prefix(Self.statusPeerLimit).enumerated() {
                 if index > 0 { writer.raw(UInt8(ascii: ",")) }
                 var peer: [String: JSONValue] = ["subscriptions": .array(connection.subscribedFeeds.map(JSONValue.string))]
                 if let credentials = connection.peer {
@@ -257,6 +299,8 @@ public final class Server {
             }
             writer.raw(UInt8(ascii: "]"))
         }
-        return line.line(replyTo: id)
+        let body = SharedBytes(line.openBody())
+        cachedStatus = (body, .now)
+        return body
     }
 }

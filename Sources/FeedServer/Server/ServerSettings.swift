@@ -19,39 +19,25 @@ public struct ServerSettings: Sendable {
         maxLineBytes = daemon.maxLineBytes
         maxSubscriptions = daemon.maxSubscriptions
         stallTimeout = daemon.stallTimeout
-        access = AccessPolicy(uids: daemon.allowUIDs, groups: daemon.allowGroups)
+        access = AccessPolicy(uids: daemon.allowUIDs, gids: daemon.allowGIDs, groupMembers: daemon.allowGroupMemberUIDs)
     }
 }
 
 /// Who may connect: everyone when both lists are empty, else the listed users and the members
-/// (primary or supplementary) of the listed groups.
+/// (primary or listed supplementary) of the listed groups. Every name was resolved when the config
+/// was loaded, so admitting a client is a set lookup.
 public struct AccessPolicy: Sendable {
     private let uids: Set<UInt32>
     private let gids: Set<UInt32>
-    private let memberNames: Set<String>
 
-    public init(uids: [UInt32], groups: [String]) {
-        self.uids = Set(uids)
-        var gids: Set<UInt32> = []
-        var memberNames: Set<String> = []
-        for name in groups {
-            guard let group = getgrnam(name) else { continue }
-            gids.insert(group.pointee.gr_gid)
-            var member = group.pointee.gr_mem
-            while let name = member?.pointee {
-                memberNames.insert(String(cString: name))
-                member = member?.advanced(by: 1)
-            }
-        }
-        self.gids = gids
-        self.memberNames = memberNames
+    public init(uids: [UInt32], gids: [UInt32], groupMembers: [UInt32]) {
+        self.uids = Set(uids + groupMembers)
+        self.gids = Set(gids)
     }
 
     public var isOpen: Bool { uids.isEmpty && gids.isEmpty }
 
     public func allows(_ peer: PeerCredentials) -> Bool {
-        if isOpen || uids.contains(peer.uid) || gids.contains(peer.gid) { return true }
-        guard !memberNames.isEmpty, let user = getpwuid(peer.uid) else { return false }
-        return memberNames.contains(String(cString: user.pointee.pw_name))
+        isOpen || uids.contains(peer.uid) || gids.contains(peer.gid)
     }
 }

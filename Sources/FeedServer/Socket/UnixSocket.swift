@@ -10,14 +10,22 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
 public enum UnixSocket {
     /// Binds and listens on `path`. A stale socket file (nobody listening) is replaced; a live one
     /// is an error, never a silent takeover; anything else at that path is left alone.
-    public static func listen(path: String, mode: mode_t, group: gid_t?) throws(SocketError) -> Int32 {
+    ///
+    /// The socket's directory must exist, unless `createDirectory` (for the default path under
+    /// the runtime directory, made private): a directory feedd made itself would decide who may
+    /// reach the socket, whatever `socket_mode` and `socket_group` say.
+    public static func listen(path: String, mode: mode_t, group: gid_t?, createDirectory: Bool) throws(SocketError) -> Int32 {
         let address: UnixSocketAddress
         do {
             address = try UnixSocketAddress(path: path)
         } catch {
             throw SocketError(description: error.description)
         }
-        try createParentDirectory(of: path)
+        if createDirectory {
+            try createParentDirectory(of: path)
+        } else {
+            try requireParentDirectory(of: path)
+        }
         try removeStaleSocket(at: path)
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard descriptor >= 0 else { throw SocketError(description: "cannot create a socket: \(lastError())") }
@@ -63,6 +71,19 @@ public enum UnixSocket {
             if mkdir(directory, 0o700) != 0 && errno != EEXIST {
                 throw SocketError(description: "cannot create directory \(directory) for the socket: \(lastError())")
             }
+        }
+    }
+
+    private static func requireParentDirectory(of path: String) throws(SocketError) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw SocketError(description: "the directory \(directory) of the socket does not exist (\(lastError())); "
+                + "create it with the owner and mode that should guard the socket, feedd does not")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw SocketError(description: "\(directory), where the socket \(path) should go, is not a directory")
         }
     }
 
