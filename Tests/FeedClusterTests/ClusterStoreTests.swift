@@ -1,0 +1,219 @@
+import FeedCluster
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+/// SPEC §8's shared state against one real nats-server with JetStream.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct ClusterStoreTests {
+    @Test func test_only_one_of_several_concurrent_acquirers_gets_a_page_lease() async throws {
+        let server = try NATSServer()
+        var stores: [ClusterStore] = []
+        for index in 1...5 { stores.append(try await connectedStore([server], instance: "instance-\(index)")) }
+        let page = PageAddress(feed: "users", generation: 1, page: 3)
+        let outcomes = try await withThrowingTaskGroup(of: LeaseOutcome.self) { group in
+            for store in stores { group.addTask { try await store.acquireLease(page) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let winners = outcomes.compactMap { if case .acquired(let lease) = $0 { lease } else { nil } }
+        #expect(winners.count == 1)
+        for outcome in outcomes {
+            if case .heldElsewhere(let holder, _) = outcome { #expect(holder == winners.first?.holder) }
+        }
+        for store in stores { await store.close() }
+    }
+
+    @Test func test_a_lease_whose_holder_stopped_renewing_is_taken_over_after_it_expires() async throws {
+        let server = try NATSServer()
+        let dead = try await connectedStore([server], instance: "dead", lease: .seconds(1))
+        let survivor = try await connectedStore([server], instance: "survivor", lease: .seconds(1))
+        let page = PageAddress(feed: "users", generation: 1, page: 1)
+        guard case .acquired(let deadLease) = try await dead.acquireLease(page) else { throw TestFailure("the first acquirer did not get the lease") }
+        guard case .heldElsewhere(let holder, let until) = try await survivor.acquireLease(page) else {
+            throw TestFailure("a held lease was given to a second instance")
+        }
+        #expect(holder == "dead")
+
+        try await Task.sleep(for: .milliseconds(max(0, until - Int64(Date().timeIntervalSince1970 * 1_000)) + 50))
+        guard case .acquired(let taken) = try await survivor.acquireLease(page) else { throw TestFailure("an expired lease was not taken over") }
+        #expect(taken.holder == "survivor")
+        // The old holder can neither extend nor cancel its successor's lease.
+        await #expect(throws: NATSError.self) { _ = try await dead.renewLease(deadLease) }
+        try await dead.releaseLease(deadLease)
+        guard case .heldElsewhere(let stillHolder, _) = try await dead.acquireLease(page) else { throw TestFailure("a late release freed the successor's lease") }
+        #expect(stillHolder == "survivor")
+
+        // A release lets another instance take the page at once.
+        let renewed = try await survivor.renewLease(taken)
+        try await survivor.releaseLease(renewed)
+        guard case .acquired = try await dead.acquireLease(page) else { throw TestFailure("a released lease could not be acquired") }
+        await dead.close()
+        await survivor.close()
+    }
+
+    @Test func test_a_new_generation_reaches_an_instance_that_watches_within_a_second() async throws {
+        let server = try NATSServer()
+        let refresher = try await connectedStore([server], instance: "refresher")
+        let watcher = try await connectedStore([server], instance: "watcher")
+        let first = try await refresher.startGeneration(of: "users", replacing: nil, seed: "seed-1", fingerprint: "definition-a")
+        let generations = try await watcher.generations()
+        let seen = try await next(of: generations, "the current generation") { $0.feed == "users" }
+        #expect(seen == first)
+
+        let started = ContinuousClock.now
+        let second = try await refresher.startGeneration(of: "users", replacing: first, seed: "seed-2", fingerprint: "definition-a")
+        let refreshed = try await next(of: generations, within: .seconds(1), "the refreshed generation") { $0.generation == 2 }
+        #expect(ContinuousClock.now - started < .seconds(1))
+        #expect(refreshed == second)
+        #expect(refreshed.seed == "seed-2")
+
+        // A second refresh based on the old generation loses and gets the winner instead.
+        let late = try await watcher.startGeneration(of: "users", replacing: first, seed: "seed-3", fingerprint: "definition-a")
+        #expect(late == second)
+        await refresher.close()
+        await watcher.close()
+    }
+
+    @Test func test_a_fleet_wide_cursor_never_goes_backwards() async throws {
+        let server = try NATSServer()
+        let first = try await connectedStore([server], instance: "first")
+        let second = try await connectedStore([server], instance: "second")
+        let positions = (1...20).map { CursorPosition(generation: 1, page: $0) } + (0...5).map { CursorPosition(generation: 2, page: $0) }
+        // Both instances acknowledge every position at once, in opposite orders.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { for position in positions { _ = try await first.advanceCursor(feed: "users", consumer: "mobile app", to: position) } }
+            group.addTask {
+                for position in positions.reversed() { _ = try await second.advanceCursor(feed: "users", consumer: "mobile app", to: position) }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try await first.cursor(feed: "users", consumer: "mobile app") == CursorPosition(generation: 2, page: 5))
+        let kept = try await second.advanceCursor(feed: "users", consumer: "mobile app", to: CursorPosition(generation: 1, page: 30))
+        #expect(kept == CursorPosition(generation: 2, page: 5))
+        #expect(try await second.cursor(feed: "users", consumer: "mobile app") == CursorPosition(generation: 2, page: 5))
+
+        try await first.forgetCursor(feed: "users", consumer: "mobile app")
+        #expect(try await second.cursor(feed: "users", consumer: "mobile app") == nil)
+        await first.close()
+        await second.close()
+    }
+
+    @Test func test_a_page_is_published_once_and_read_back_by_its_subject() async throws {
+        let server = try NATSServer()
+        let publisher = try await connectedStore([server], instance: "publisher", name: "prod")
+        let latecomer = try await connectedStore([server], instance: "latecomer", name: "prod")
+        let page = PageAddress(feed: "users", generation: 4, page: 2)
+        #expect(publisher.subject(of: page) == "feedd.prod.pages.users.4.2")
+        #expect(try await latecomer.page(page) == nil)
+
+        let line = Array(#"{"type":"page","feed":"users","generation":4,"page":2,"items":[],"last":false}"#.utf8)
+        #expect(try await publisher.publishPage(page, line: line) == .published)
+        // The same page again, even with other bytes, keeps the first publication.
+        #expect(try await latecomer.publishPage(page, line: Array("other".utf8)) == .alreadyPublished)
+        #expect(try await publisher.publishPage(page, line: line) == .alreadyPublished)
+        #expect(try await latecomer.page(page) == line)
+        await publisher.close()
+        await latecomer.close()
+    }
+
+    @Test func test_a_follower_receives_a_page_published_by_another_instance() async throws {
+        let server = try NATSServer()
+        let publisher = try await connectedStore([server], instance: "publisher")
+        let follower = try await connectedStore([server], instance: "follower")
+        let pages = await follower.pages(of: "users")
+        let others = await follower.pages(of: "other")
+        let line = Array("page five".utf8)
+        #expect(try await publisher.publishPage(PageAddress(feed: "users", generation: 1, page: 5), line: line) == .published)
+        _ = try await publisher.publishPage(PageAddress(feed: "other", generation: 1, page: 1), line: Array("not for users".utf8))
+        let received = try await next(of: pages, within: .seconds(1), "the published page")
+        #expect(received == PublishedPage(page: PageAddress(feed: "users", generation: 1, page: 5), line: line))
+        let other = try await next(of: others, within: .seconds(1), "the other feed's page")
+        #expect(other.page.feed == "other")
+        await publisher.close()
+        await follower.close()
+    }
+
+    @Test func test_a_frozen_server_fails_calls_within_their_bound_and_never_blocks_the_main_actor() async throws {
+        let server = try NATSServer()
+        let store = try await connectedStore([server], instance: "patient")
+        _ = try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: 1))
+
+        let heartbeat = MainActorHeartbeat()
+        await heartbeat.start()
+        server.freeze()
+        let frozenAt = ContinuousClock.now
+        // Calls made while the server is frozen: each fails within the request timeout (1 s)
+        // plus scheduling slack, whether it reaches libnats or is refused as disconnected.
+        var failures = 0
+        while ContinuousClock.now - frozenAt < .seconds(5) {
+            let started = ContinuousClock.now
+            do {
+                _ = try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: 2))
+            } catch {
+                #expect(error.code == .unavailable, "\(error)")
+                failures += 1
+            }
+            #expect(ContinuousClock.now - started < .seconds(3))
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(store.state == .disconnected)
+        server.thaw()
+        let longestPause = await heartbeat.stop()
+        #expect(failures > 0)
+        #expect(longestPause < .milliseconds(250), "the main actor was blocked for \(longestPause)")
+
+        try await waitForState(.connected, of: store)
+        let stored = try await retryingWhileUnavailable {
+            try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: 3))
+        }
+        #expect(stored == CursorPosition(generation: 1, page: 3))
+        await store.close()
+    }
+
+    @Test func test_an_unreachable_cluster_at_start_is_joined_once_it_comes_up() async throws {
+        let port = try NATSServer.freePort()
+        var configuration = ClusterStore.Configuration(
+            servers: ["nats://127.0.0.1:\(port)"], name: "test", replicas: 1, lease: .seconds(10), instance: "early")
+        configuration.requestTimeout = .seconds(1)
+        let store = try await ClusterStore.connect(configuration)
+        #expect(store.state == .disconnected)
+        await #expect(throws: NATSError.self) { _ = try await store.cursor(feed: "users", consumer: "app") }
+
+        let server = try NATSServer(port: port)
+        try await waitForState(.connected, of: store)
+        let stored = try await retryingWhileUnavailable {
+            try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: 1))
+        }
+        #expect(stored == CursorPosition(generation: 1, page: 1))
+        await store.close()
+        server.stop()
+        #expect(store.state == .closed)
+    }
+}
+
+/// Ticks on the main actor every 10 ms and remembers the longest gap between two ticks: if
+/// anything blocked the main thread, the gap shows it.
+@MainActor
+final class MainActorHeartbeat {
+    private var ticking: Task<Void, Never>?
+    private var longestPause: Duration = .zero
+
+    func start() {
+        ticking = Task { @MainActor in
+            var last = ContinuousClock.now
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(10))
+                let now = ContinuousClock.now
+                longestPause = max(longestPause, now - last)
+                last = now
+            }
+        }
+    }
+
+    func stop() async -> Duration {
+        ticking?.cancel()
+        await ticking?.value
+        return longestPause
+    }
+}
