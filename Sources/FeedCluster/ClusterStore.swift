@@ -120,6 +120,9 @@ public final class ClusterStore: Sendable {
     /// The connection state now, then every change.
     public func states() -> AsyncStream<ConnectionState> { client.states() }
 
+    /// The URL of the server this instance is connected to, or nil while disconnected.
+    public func connectedServer() async -> String? { await client.connectedServer() }
+
     /// Ends every stream of this store and closes the connection.
     public func close() async { await client.close() }
 

@@ -85,6 +85,15 @@ public final class NATSClient: Sendable {
     /// The connection's state now, then every change, until the client is closed.
     public func states() -> AsyncStream<ConnectionState> { events.subscribe() }
 
+    /// The URL of the server the client is connected to, or nil while disconnected.
+    public func connectedServer() async -> String? {
+        try? await perform("read the connected server's URL") { handles in
+            var buffer = [CChar](repeating: 0, count: 256)
+            guard natsConnection_GetConnectedUrl(handles.connection, &buffer, buffer.count) == NATS_OK, buffer[0] != 0 else { return nil }
+            return String(cString: buffer)
+        }
+    }
+
     /// Closes the connection: ends every watch and subscription, then frees libnats's handles.
     public func close() async {
         let running = pumps.withLock { pumps in
