@@ -12,6 +12,8 @@ final class BlockingWorkers: Sendable {
         var jobs: [@Sendable () -> Void] = []
         var head = 0
         var stopped = false
+        var runningThreads = 0
+        var stopWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let queue = Mutex(Queue())
@@ -21,8 +23,18 @@ final class BlockingWorkers: Sendable {
     /// Starts `threadCount` threads named `name-1`, `name-2`, ….
     init(threadCount: Int, name: String) {
         self.threadCount = threadCount
+        queue.withLock { $0.runningThreads = threadCount }
         for index in 1...threadCount {
-            let thread = Thread { [self] in work() }
+            let thread = Thread { [self] in
+                work()
+                let waiters = queue.withLock { queue in
+                    queue.runningThreads -= 1
+                    guard queue.runningThreads == 0 else { return [CheckedContinuation<Void, Never>]() }
+                    defer { queue.stopWaiters.removeAll() }
+                    return queue.stopWaiters
+                }
+                for waiter in waiters { waiter.resume() }
+            }
             thread.name = "\(name)-\(index)"
             thread.start()
         }
@@ -42,10 +54,18 @@ final class BlockingWorkers: Sendable {
         return try result.get()
     }
 
-    /// Lets every thread finish the jobs already queued, then exit.
-    func stop() {
-        queue.withLock { $0.stopped = true }
-        for _ in 0..<threadCount { jobsWaiting.signal() }
+    /// Lets every thread finish the jobs already queued, then exit; returns when all have.
+    /// Jobs queued later never run.
+    func stop() async {
+        await withCheckedContinuation { continuation in
+            let running = queue.withLock { queue in
+                queue.stopped = true
+                if queue.runningThreads > 0 { queue.stopWaiters.append(continuation) }
+                return queue.runningThreads > 0
+            }
+            for _ in 0..<threadCount { jobsWaiting.signal() }
+            if !running { continuation.resume() }
+        }
     }
 
     private func enqueue(_ job: @escaping @Sendable () -> Void) {

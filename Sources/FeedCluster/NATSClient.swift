@@ -57,6 +57,7 @@ public final class NATSClient: Sendable {
     let workers: BlockingWorkers
     private let pumps = Mutex<[ObjectIdentifier: StreamPump]>([:])
     private let buckets = Mutex<[UnsafeHandle]>([])
+    private let isClosing = Mutex(false)
 
     private init(handles: ConnectionHandles, events: ConnectionEvents, workers: BlockingWorkers) {
         self.handles = handles
@@ -74,7 +75,7 @@ public final class NATSClient: Sendable {
             let handles = try await workers.run { () throws(NATSError) in try ConnectionHandles.connect(options, events: events) }
             return NATSClient(handles: handles, events: events, workers: workers)
         } catch {
-            workers.stop()
+            await workers.stop()
             throw error
         }
     }
@@ -90,24 +91,33 @@ public final class NATSClient: Sendable {
         try? await perform("read the connected server's URL") { handles in
             var buffer = [CChar](repeating: 0, count: 256)
             guard natsConnection_GetConnectedUrl(handles.connection, &buffer, buffer.count) == NATS_OK, buffer[0] != 0 else { return nil }
-            return String(cString: buffer)
+            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
     }
 
-    /// Closes the connection: ends every watch and subscription, then frees libnats's handles.
+    /// Closes the connection: new calls fail at once, calls under way and every watch and
+    /// subscription end, then libnats's handles are freed. Calling it again does nothing.
     public func close() async {
+        guard isClosing.withLock({ closing in defer { closing = true }; return !closing }) else { return }
+        events.closed()
         let running = pumps.withLock { pumps in
             defer { pumps.removeAll() }
             return Array(pumps.values)
         }
         for pump in running { pump.stop() }
         for pump in running { await pump.finished() }
+        // No call may use the handles once they are freed: let the workers finish first.
+        await workers.stop()
         let buckets = buckets.withLock { $0 }
-        _ = try? await workers.run { [handles] in
-            for bucket in buckets { kvStore_Destroy(bucket.pointer) }
-            handles.destroy()
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+            let thread = Thread { [handles] in
+                for bucket in buckets { kvStore_Destroy(bucket.pointer) }
+                handles.destroy()
+                finished.resume()
+            }
+            thread.name = "feedd-nats-close"
+            thread.start()
         }
-        workers.stop()
     }
 
     // MARK: Calls on the workers
@@ -327,6 +337,11 @@ final class ConnectionHandles: @unchecked Sendable {
                     }, closure)
             },
         ]
+        // libnats 3.4 reads no meaning into a `tls://` scheme: without this it would fall back to
+        // plain text with any server that does not demand TLS.
+        if options.trustedCertificatesFile != nil || options.servers.contains(where: { $0.lowercased().hasPrefix("tls://") }) {
+            steps.append { natsOptions_SetSecure(natsOptions, true) }
+        }
         if let credentials = options.credentialsFile {
             steps.append { natsOptions_SetUserCredentialsFromFiles(natsOptions, credentials, nil) }
         }

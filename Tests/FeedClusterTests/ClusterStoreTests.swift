@@ -134,40 +134,54 @@ struct ClusterStoreTests {
         await follower.close()
     }
 
+    /// Bursts of concurrent calls while the server is frozen. Were libnats called on the
+    /// caller's thread, the burst would hold every thread of Swift's cooperative pool (two on
+    /// this machine) for up to a second, and the heartbeats would stop with them; one ticks on
+    /// the main actor, where feedd's event loop runs, one on the pool.
     @Test func test_a_frozen_server_fails_calls_within_their_bound_and_never_blocks_the_main_actor() async throws {
         let server = try NATSServer()
         let store = try await connectedStore([server], instance: "patient")
         _ = try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: 1))
 
-        let heartbeat = MainActorHeartbeat()
-        await heartbeat.start()
+        let mainActor = Heartbeat.onMainActor()
+        let pool = Heartbeat.onThreadPool()
         server.freeze()
         let frozenAt = ContinuousClock.now
-        // Calls made while the server is frozen: each fails within the request timeout (1 s)
-        // plus scheduling slack, whether it reaches libnats or is refused as disconnected.
         var failures = 0
         while ContinuousClock.now - frozenAt < .seconds(5) {
-            let started = ContinuousClock.now
-            do {
-                _ = try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: 2))
-            } catch {
-                #expect(error.code == .unavailable, "\(error)")
-                failures += 1
+            failures += try await withThrowingTaskGroup(of: Int.self) { burst in
+                for page in 2...9 {
+                    burst.addTask {
+                        // Each fails within the request timeout (1 s) plus scheduling slack,
+                        // whether it reaches libnats or is refused as disconnected.
+                        let started = ContinuousClock.now
+                        defer { #expect(ContinuousClock.now - started < .seconds(3)) }
+                        do {
+                            _ = try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: page))
+                            return 0
+                        } catch let error as NATSError {
+                            #expect(error.code == .unavailable, "\(error)")
+                            return 1
+                        }
+                    }
+                }
+                return try await burst.reduce(0, +)
             }
-            #expect(ContinuousClock.now - started < .seconds(3))
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(store.state == .disconnected)
         server.thaw()
-        let longestPause = await heartbeat.stop()
         #expect(failures > 0)
-        #expect(longestPause < .milliseconds(250), "the main actor was blocked for \(longestPause)")
+        let mainActorPause = await mainActor.stop()
+        let poolPause = await pool.stop()
+        #expect(mainActorPause < .milliseconds(250), "the main actor was blocked for \(mainActorPause)")
+        #expect(poolPause < .milliseconds(250), "the cooperative thread pool was blocked for \(poolPause)")
 
         try await waitForState(.connected, of: store)
         let stored = try await retryingWhileUnavailable {
-            try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: 3))
+            try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: 10))
         }
-        #expect(stored == CursorPosition(generation: 1, page: 3))
+        #expect(stored == CursorPosition(generation: 1, page: 10))
         await store.close()
     }
 
@@ -187,33 +201,45 @@ struct ClusterStoreTests {
         }
         #expect(stored == CursorPosition(generation: 1, page: 1))
         await store.close()
+        #expect(store.state == .closed)
         server.stop()
         #expect(store.state == .closed)
     }
 }
 
-/// Ticks on the main actor every 10 ms and remembers the longest gap between two ticks: if
-/// anything blocked the main thread, the gap shows it.
-@MainActor
-final class MainActorHeartbeat {
-    private var ticking: Task<Void, Never>?
-    private var longestPause: Duration = .zero
+/// Ticks every 10 ms on one executor and remembers the longest gap between two ticks: if
+/// anything held that executor's thread, the gap shows it.
+final class Heartbeat: Sendable {
+    private let longestPause = Mutex<Duration>(.zero)
+    private let ticking = Mutex<Task<Void, Never>?>(nil)
 
-    func start() {
-        ticking = Task { @MainActor in
-            var last = ContinuousClock.now
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(10))
-                let now = ContinuousClock.now
-                longestPause = max(longestPause, now - last)
-                last = now
-            }
-        }
+    static func onMainActor() -> Heartbeat {
+        let heartbeat = Heartbeat()
+        heartbeat.ticking.withLock { $0 = Task { @MainActor in await heartbeat.tick(isolation: MainActor.shared) } }
+        return heartbeat
     }
 
+    static func onThreadPool() -> Heartbeat {
+        let heartbeat = Heartbeat()
+        heartbeat.ticking.withLock { $0 = Task.detached { await heartbeat.tick(isolation: nil) } }
+        return heartbeat
+    }
+
+    /// Stops ticking and returns the longest gap seen.
     func stop() async -> Duration {
-        ticking?.cancel()
-        await ticking?.value
-        return longestPause
+        let task = ticking.withLock { $0 }
+        task?.cancel()
+        await task?.value
+        return longestPause.withLock { $0 }
+    }
+
+    private func tick(isolation: isolated (any Actor)?) async {
+        var last = ContinuousClock.now
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(10))
+            let now = ContinuousClock.now
+            longestPause.withLock { $0 = max($0, now - last) }
+            last = now
+        }
     }
 }
