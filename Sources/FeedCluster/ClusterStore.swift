@@ -37,7 +37,8 @@ import Synchronization
 //
 // What the engine calls, and when:
 // - at start: `ClusterStore.connect` (never fails for an unreachable cluster), then watch
-//   `states()` for status and `generations()` for refreshes made anywhere;
+//   `states()` for status and `generations()` for refreshes made anywhere (both keep working
+//   across outages and while the cluster has not been reached yet);
 // - joining a shared feed: `generation(of:)`; if none, `startGeneration(of:replacing:nil,…)`;
 //   a different fingerprint means the definitions differ: serve that feed alone;
 // - `refresh`: `startGeneration(of:replacing:current,…)`; its result (maybe another instance's
@@ -213,19 +214,30 @@ public final class ClusterStore: Sendable {
         }
     }
 
-    /// Every feed's current generation, then every new one, from any instance. After a
-    /// reconnection the current ones come again.
-    public func generations() async throws(NATSError) -> AsyncStream<FeedGeneration> {
-        let entries = try await opened().generations.watch(">")
-        return AsyncStream { continuation in
-            let forwarding = Task {
+    /// Every feed's current generation, then every new one, from any instance, until the store
+    /// is closed. Works across outages: the current generations come again after each
+    /// reconnection, and an instance that started without the cluster gets them once it joins.
+    public func generations() -> AsyncStream<FeedGeneration> {
+        let (generations, continuation) = AsyncStream.makeStream(of: FeedGeneration.self)
+        let forwarding = Task {
+            defer { continuation.finish() }
+            while !Task.isCancelled {
+                let entries: AsyncStream<KeyValueBucket.Entry>
+                do {
+                    entries = try await opened().generations.watch(">")
+                } catch {
+                    // The bucket can only be opened once the cluster is reachable and has a leader.
+                    guard await client.isConnected(after: .milliseconds(250)) else { return }
+                    continue
+                }
                 for await entry in entries {
                     if let generation = FeedGeneration(entry: entry) { continuation.yield(generation) }
                 }
-                continuation.finish()
+                return
             }
-            continuation.onTermination = { _ in forwarding.cancel() }
         }
+        continuation.onTermination = { _ in forwarding.cancel() }
+        return generations
     }
 
     // MARK: Consumer cursors

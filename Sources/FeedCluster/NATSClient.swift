@@ -86,6 +86,16 @@ public final class NATSClient: Sendable {
     /// The connection's state now, then every change, until the client is closed.
     public func states() -> AsyncStream<ConnectionState> { events.subscribe() }
 
+    /// Waits `pause`, then until the connection is up; false if the client was closed meanwhile.
+    func isConnected(after pause: Duration) async -> Bool {
+        try? await Task.sleep(for: pause)
+        for await state in states() {
+            if state == .connected { return !Task.isCancelled }
+            if state == .closed { return false }
+        }
+        return false
+    }
+
     /// The URL of the server the client is connected to, or nil while disconnected.
     public func connectedServer() async -> String? {
         try? await perform("read the connected server's URL") { handles in
@@ -221,7 +231,7 @@ public final class NATSClient: Sendable {
                 var status = natsConnection_SubscribeSync(&subscription, handles.connection, subject)
                 if status == NATS_OK { status = natsSubscription_SetPendingLimits(subscription, -1, -1) }
                 // A flush round trip, so the server has the subscription before the caller goes on.
-                if status == NATS_OK { status = natsConnection_Flush(handles.connection) }
+                if status == NATS_OK { status = natsConnection_FlushTimeout(handles.connection, handles.requestTimeout) }
                 guard status == NATS_OK, let subscription else {
                     natsSubscription_Destroy(subscription)
                     throw NATSError(status: status, operation: "subscribe to \"\(subject)\"")
@@ -299,10 +309,13 @@ struct UnsafeHandle: @unchecked Sendable {
 final class ConnectionHandles: @unchecked Sendable {
     let connection: OpaquePointer
     let jetStream: OpaquePointer
+    /// In milliseconds, for the calls that take their own timeout.
+    let requestTimeout: Int64
 
-    private init(connection: OpaquePointer, jetStream: OpaquePointer) {
+    private init(connection: OpaquePointer, jetStream: OpaquePointer, requestTimeout: Int64) {
         self.connection = connection
         self.jetStream = jetStream
+        self.requestTimeout = requestTimeout
     }
 
     /// Builds libnats's options from `options` and connects; blocks up to the connect timeout.
@@ -370,7 +383,7 @@ final class ConnectionHandles: @unchecked Sendable {
             natsConnection_Destroy(connection)
             throw error
         }
-        return ConnectionHandles(connection: connection, jetStream: jetStream)
+        return ConnectionHandles(connection: connection, jetStream: jetStream, requestTimeout: options.requestTimeout.milliseconds)
     }
 
     /// Closes the connection and frees both handles; blocks while libnats flushes.

@@ -57,7 +57,7 @@ struct ClusterStoreTests {
         let refresher = try await connectedStore([server], instance: "refresher")
         let watcher = try await connectedStore([server], instance: "watcher")
         let first = try await refresher.startGeneration(of: "users", replacing: nil, seed: "seed-1", fingerprint: "definition-a")
-        let generations = try await watcher.generations()
+        let generations = watcher.generations()
         let seen = try await next(of: generations, "the current generation") { $0.feed == "users" }
         #expect(seen == first)
 
@@ -193,6 +193,7 @@ struct ClusterStoreTests {
         let store = try await ClusterStore.connect(configuration)
         #expect(store.state == .disconnected)
         await #expect(throws: NATSError.self) { _ = try await store.cursor(feed: "users", consumer: "app") }
+        let generations = store.generations()
 
         let server = try NATSServer(port: port)
         try await waitForState(.connected, of: store)
@@ -200,6 +201,8 @@ struct ClusterStoreTests {
             try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: 1))
         }
         #expect(stored == CursorPosition(generation: 1, page: 1))
+        let started = try await store.startGeneration(of: "users", replacing: nil, seed: "seed", fingerprint: "definition")
+        #expect(try await next(of: generations, "the first generation, on a watch begun before the cluster was up") == started)
         await store.close()
         #expect(store.state == .closed)
         server.stop()
