@@ -321,6 +321,11 @@ final class ConnectionHandles: @unchecked Sendable {
     /// Builds libnats's options from `options` and connects; blocks up to the connect timeout.
     static func connect(_ options: NATSClient.Options, events: ConnectionEvents) throws(NATSError) -> ConnectionHandles {
         let operation = "connect to \(options.servers.joined(separator: ", "))"
+        // libnats reads the credentials file on every connect attempt and, retrying failed
+        // connects, would retry a missing file forever without a word.
+        if let credentials = options.credentialsFile, access(credentials, R_OK) != 0 {
+            throw NATSError(.failed, operation: operation, reason: "cannot read the credentials file \(credentials): \(String(cString: strerror(errno)))")
+        }
         var natsOptions: OpaquePointer?
         var status = natsOptions_Create(&natsOptions)
         guard status == NATS_OK, let natsOptions else { throw NATSError(status: status, operation: operation) }

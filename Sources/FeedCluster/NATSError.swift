@@ -49,7 +49,9 @@ public struct NATSError: Error, Sendable, CustomStringConvertible {
     /// Must be called on the thread that made the call: libnats keeps its last error text per
     /// thread, and that text is what tells a lost compare-and-set from other server errors.
     init(status: natsStatus, operation: String, serverError: jsErrCode = jsErrCode(rawValue: 0)) {
-        let text = nats_GetLastError(nil).map { String(cString: $0) } ?? String(cString: natsStatus_GetText(status))
+        var text = nats_GetLastError(nil).map { String(cString: $0) } ?? String(cString: natsStatus_GetText(status))
+        // libnats starts its messages with its own source location, "(opts.c:380): ".
+        if text.hasPrefix("("), let end = text.range(of: "): ") { text = String(text[end.upperBound...]) }
         self.operation = operation
         self.reason = text
         switch status {

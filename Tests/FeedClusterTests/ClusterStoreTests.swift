@@ -185,6 +185,26 @@ struct ClusterStoreTests {
         await store.close()
     }
 
+    @Test func test_a_missing_credentials_or_certificate_authority_file_is_an_error_not_an_endless_retry() async throws {
+        let server = try NATSServer()
+        var withoutCredentials = ClusterStore.Configuration(servers: [server.url], name: "test", replicas: 1, lease: .seconds(10), instance: "lost")
+        withoutCredentials.credentialsFile = "/nonexistent/feedd.creds"
+        var withoutAuthorities = withoutCredentials
+        withoutAuthorities.credentialsFile = nil
+        withoutAuthorities.trustedCertificatesFile = "/nonexistent/ca.pem"
+        for (configuration, file) in [(withoutCredentials, "/nonexistent/feedd.creds"), (withoutAuthorities, "/nonexistent/ca.pem")] {
+            do {
+                let store = try await ClusterStore.connect(configuration)
+                await store.close()
+                Issue.record("connected without \(file)")
+            } catch {
+                #expect(error.code == .failed, "\(error)")
+                #expect("\(error)".contains(file), "\(error)")
+                #expect(!error.reason.hasPrefix("("), "libnats's source location is left out: \(error)")
+            }
+        }
+    }
+
     @Test func test_an_unreachable_cluster_at_start_is_joined_once_it_comes_up() async throws {
         let port = try NATSServer.freePort()
         var configuration = ClusterStore.Configuration(
