@@ -13,6 +13,7 @@ import Synchronization
 // | leases      | bucket `feedd-N-leases`                 | `<feed>.<gen>.<page>`                 | `{"holder":"<instance>","expires_ms":<unix ms>}`|
 // | generations | bucket `feedd-N-generations`            | `<feed>`                              | `{"generation":G,"seed":"…","fingerprint":"…"}` |
 // | cursors     | bucket `feedd-N-cursors`                | `<feed>.<consumer, escaped>`          | `{"generation":G,"page":P}`                    |
+// | consumers   | bucket `feedd-N-consumers`              | `<feed>.<consumer, escaped>`          | `{"feed":…,"consumer":…,"instance":…}`         |
 //
 // Pages stream: subjects `feedd.N.pages.>`, at most one message per subject, duplicate window
 // two minutes, direct gets allowed (any replica answers a read). A page is published with its
@@ -31,6 +32,10 @@ import Synchronization
 // MaxAge (an hour, or 4 leases if longer) only sweeps away old leases. The cost: expiry is
 // compared with each host's clock, so hosts need NTP; a skew of s moves a takeover by s.
 //
+// A consumer is served by one instance at a time: subscribing claims it (a plain put; the
+// last claim in the bucket's order wins), and every instance watches the claims and drops its
+// own subscriber of a consumer claimed by another (`unsubscribed`, reason `takeover`).
+//
 // Cursors never go back: an advance reads the stored cursor, keeps it if it is already at or
 // past the new position (generation first, then page), and otherwise writes expecting the
 // revision it read, retrying when another instance wrote in between.
@@ -47,7 +52,8 @@ import Synchronization
 //   `renewLease` every lease/3 while fetching, `publishPage`, `releaseLease`. Held elsewhere:
 //   wait for it on `pages(of:)` (followers use the same stream), and try `acquireLease` again
 //   once `until` has passed;
-// - ack / implicit ack: `advanceCursor`; subscribe as a consumer: `cursor`; forget: `forgetCursor`;
+// - ack / implicit ack: `advanceCursor`; subscribe as a consumer: `claimConsumer`, then
+//   `cursor`; forget: `forgetCursor`; at start, watch `consumerClaims()` for takeovers;
 // - after `states()` says `.connected` again: re-read `page(_:)` for pages awaited meanwhile
 //   (core subscriptions miss what was published during the outage); `generations()` replays
 //   the latest generations by itself.
@@ -90,6 +96,7 @@ public final class ClusterStore: Sendable {
         let leases: KeyValueBucket
         let generations: KeyValueBucket
         let cursors: KeyValueBucket
+        let consumers: KeyValueBucket
     }
 
     public let configuration: Configuration
@@ -139,7 +146,8 @@ public final class ClusterStore: Sendable {
         let opened = Resources(
             leases: try await client.keyValueBucket(BucketConfiguration(name: "feedd-\(name)-leases", replicas: replicas, maxAge: leaseSweep)),
             generations: try await client.keyValueBucket(BucketConfiguration(name: "feedd-\(name)-generations", replicas: replicas)),
-            cursors: try await client.keyValueBucket(BucketConfiguration(name: "feedd-\(name)-cursors", replicas: replicas)))
+            cursors: try await client.keyValueBucket(BucketConfiguration(name: "feedd-\(name)-cursors", replicas: replicas)),
+            consumers: try await client.keyValueBucket(BucketConfiguration(name: "feedd-\(name)-consumers", replicas: replicas)))
         return resources.withLock { resources in
             if resources == nil { resources = opened }
             return resources!
@@ -218,40 +226,63 @@ public final class ClusterStore: Sendable {
     /// is closed. Works across outages: the current generations come again after each
     /// reconnection, and an instance that started without the cluster gets them once it joins.
     public func generations() -> AsyncStream<FeedGeneration> {
-        let (generations, continuation) = AsyncStream.makeStream(of: FeedGeneration.self)
+        watchForever(\.generations, decode: FeedGeneration.init(entry:))
+    }
+
+    /// Watches every key of a bucket for as long as the store is open, opening the bucket when
+    /// the cluster can be reached (maybe only later) and again after each reconnection.
+    private func watchForever<Element: Sendable>(
+        _ bucket: KeyPath<Resources, KeyValueBucket> & Sendable, decode: @escaping @Sendable (KeyValueBucket.Entry) -> Element?
+    ) -> AsyncStream<Element> {
+        let (elements, continuation) = AsyncStream.makeStream(of: Element.self)
         let forwarding = Task {
             defer { continuation.finish() }
             while !Task.isCancelled {
                 let entries: AsyncStream<KeyValueBucket.Entry>
                 do {
-                    entries = try await opened().generations.watch(">")
+                    entries = try await opened()[keyPath: bucket].watch(">")
                 } catch {
                     // The bucket can only be opened once the cluster is reachable and has a leader.
                     guard await client.isConnected(after: .milliseconds(250)) else { return }
                     continue
                 }
                 for await entry in entries {
-                    if let generation = FeedGeneration(entry: entry) { continuation.yield(generation) }
+                    if let element = decode(entry) { continuation.yield(element) }
                 }
                 return
             }
         }
         continuation.onTermination = { _ in forwarding.cancel() }
-        return generations
+        return elements
     }
 
-    // MARK: Consumer cursors
+    // MARK: Consumers
+
+    /// Makes this instance the one that serves `consumer` of `feed`; the instance that served it
+    /// until now learns of it from ``consumerClaims()``.
+    public func claimConsumer(feed: String, consumer: String) async throws(NATSError) {
+        let claim = ConsumerClaim(feed: feed, consumer: consumer, instance: configuration.instance)
+        _ = try await opened().consumers.put(Self.consumerKey(feed: feed, consumer: consumer), value: claim.value)
+    }
+
+    /// Every consumer's latest claim, then every new one, from any instance; like
+    /// ``generations()`` it keeps working across outages and repeats the latest claims after one.
+    public func consumerClaims() -> AsyncStream<ConsumerClaim> {
+        watchForever(\.consumers, decode: ConsumerClaim.init(entry:))
+    }
+
+    // MARK: Cursors
 
     /// The position `consumer` of `feed` acknowledged last, anywhere in the fleet.
     public func cursor(feed: String, consumer: String) async throws(NATSError) -> CursorPosition? {
-        try await opened().cursors.entry(Self.cursorKey(feed: feed, consumer: consumer)).flatMap(CursorPosition.init(entry:))
+        try await opened().cursors.entry(Self.consumerKey(feed: feed, consumer: consumer)).flatMap(CursorPosition.init(entry:))
     }
 
     /// Moves the cursor to `position` unless it is already there or further; returns the stored
     /// cursor. Durable in the cluster when this returns.
     public func advanceCursor(feed: String, consumer: String, to position: CursorPosition) async throws(NATSError) -> CursorPosition {
         let cursors = try await opened().cursors
-        let key = Self.cursorKey(feed: feed, consumer: consumer)
+        let key = Self.consumerKey(feed: feed, consumer: consumer)
         for _ in 0..<8 {
             let entry = try await cursors.entry(key)
             if let entry, let stored = CursorPosition(entry: entry), stored >= position { return stored }
@@ -269,12 +300,12 @@ public final class ClusterStore: Sendable {
 
     /// Forgets `consumer`'s cursor on `feed`.
     public func forgetCursor(feed: String, consumer: String) async throws(NATSError) {
-        try await opened().cursors.delete(Self.cursorKey(feed: feed, consumer: consumer))
+        try await opened().cursors.delete(Self.consumerKey(feed: feed, consumer: consumer))
     }
 
-    /// A KV key for a consumer name: bytes outside `[A-Za-z0-9_-]` become `=XX` (hex), as KV
+    /// The KV key of a consumer of a feed: bytes of its name outside `[A-Za-z0-9_-]` become `=XX` (hex), as KV
     /// keys allow only a few characters and `.` separates tokens.
-    static func cursorKey(feed: String, consumer: String) -> String {
+    static func consumerKey(feed: String, consumer: String) -> String {
         var key = "\(feed)."
         for byte in consumer.utf8 {
             switch byte {

@@ -120,6 +120,28 @@ public struct CursorPosition: Sendable, Hashable, Comparable, CustomStringConver
     public var description: String { "generation \(generation) page \(page)" }
 }
 
+/// Which instance serves a consumer now: the last one where it subscribed.
+public struct ConsumerClaim: Sendable, Equatable {
+    public let feed: String
+    public let consumer: String
+    public let instance: String
+
+    public init(feed: String, consumer: String, instance: String) {
+        self.feed = feed
+        self.consumer = consumer
+        self.instance = instance
+    }
+
+    init?(entry: KeyValueBucket.Entry) {
+        guard entry.isPresent, let json = try? JSONValue(parsing: entry.value), let feed = json["feed"]?.stringValue,
+            let consumer = json["consumer"]?.stringValue, let instance = json["instance"]?.stringValue
+        else { return nil }
+        self.init(feed: feed, consumer: consumer, instance: instance)
+    }
+
+    var value: [UInt8] { JSONValue.object(["feed": .string(feed), "consumer": .string(consumer), "instance": .string(instance)]).serialized }
+}
+
 /// What ``ClusterStore/publishPage(_:line:)`` did.
 public enum PagePublication: Sendable, Equatable {
     case published

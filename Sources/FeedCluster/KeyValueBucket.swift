@@ -33,26 +33,33 @@ public struct KeyValueBucket: Sendable {
     /// Writes `value` only if `key` has no value (never written, or deleted); returns the revision.
     /// Throws ``NATSError/Code/conflict`` if it has one.
     public func create(_ key: String, value: [UInt8]) async throws(NATSError) -> UInt64 {
-        let operation = describe("create", key)
-        return try await client.perform(operation) { [store] _ throws(NATSError) in
-            var revision: UInt64 = 0
-            let status = value.withUnsafeBytes { kvStore_Create(&revision, store.pointer, key, $0.baseAddress, Int32($0.count)) }
-            guard status == NATS_OK else { throw NATSError(status: status, operation: operation) }
-            return revision
-        }
+        try await write("create", key, value) { kvStore_Create($0, $1, key, $2, $3) }
     }
 
     /// Writes `value` only if `revision` is still the key's latest; returns the new revision.
     /// Throws ``NATSError/Code/conflict`` if another write came first.
     public func update(_ key: String, to value: [UInt8], expecting revision: UInt64) async throws(NATSError) -> UInt64 {
-        let operation = describe("update", key)
+        try await write("update", key, value) { kvStore_Update($0, $1, key, $2, $3, revision) }
+    }
+
+    /// Writes `value` whatever the key held; returns the new revision.
+    public func put(_ key: String, value: [UInt8]) async throws(NATSError) -> UInt64 {
+        try await write("put", key, value) { kvStore_Put($0, $1, key, $2, $3) }
+    }
+
+    /// Runs one of libnats's writes, `call(revision, store, bytes, count)`, on the workers.
+    private func write(
+        _ action: String, _ key: String, _ value: [UInt8],
+        _ call: @escaping @Sendable (UnsafeMutablePointer<UInt64>, OpaquePointer, UnsafeRawPointer?, Int32) -> natsStatus
+    ) async throws(NATSError) -> UInt64 {
+        let operation = describe(action, key)
         return try await client.perform(operation) { [store] _ throws(NATSError) in
-            var newRevision: UInt64 = 0
-            let status = value.withUnsafeBytes {
-                kvStore_Update(&newRevision, store.pointer, key, $0.baseAddress, Int32($0.count), revision)
+            var revision: UInt64 = 0
+            let status = value.withUnsafeBytes { bytes in
+                withUnsafeMutablePointer(to: &revision) { call($0, store.pointer, bytes.baseAddress, Int32(bytes.count)) }
             }
             guard status == NATS_OK else { throw NATSError(status: status, operation: operation) }
-            return newRevision
+            return revision
         }
     }
 

@@ -99,6 +99,21 @@ struct ClusterStoreTests {
         await second.close()
     }
 
+    @Test func test_subscribing_a_consumer_on_another_instance_takes_it_over_there() async throws {
+        let server = try NATSServer()
+        let first = try await connectedStore([server], instance: "first")
+        let second = try await connectedStore([server], instance: "second")
+        let claimsSeenByFirst = first.consumerClaims()
+        try await first.claimConsumer(feed: "users", consumer: "mobile app")
+        #expect(try await next(of: claimsSeenByFirst, "its own claim") == ConsumerClaim(feed: "users", consumer: "mobile app", instance: "first"))
+
+        try await second.claimConsumer(feed: "users", consumer: "mobile app")
+        let takeover = try await next(of: claimsSeenByFirst, within: .seconds(1), "the other instance's claim")
+        #expect(takeover == ConsumerClaim(feed: "users", consumer: "mobile app", instance: "second"))
+        await first.close()
+        await second.close()
+    }
+
     @Test func test_a_page_is_published_once_and_read_back_by_its_subject() async throws {
         let server = try NATSServer()
         let publisher = try await connectedStore([server], instance: "publisher", name: "prod")
