@@ -47,7 +47,8 @@ import Synchronization
 // - joining a shared feed: `generation(of:)`; if none, `startGeneration(of:replacing:nil,…)`;
 //   a different fingerprint means the definitions differ: serve that feed alone;
 // - `refresh`: `startGeneration(of:replacing:current,…)`; its result (maybe another instance's
-//   concurrent refresh) is the new generation;
+//   concurrent refresh) is the new generation; `forgetPages(of:generation:)` drops the old
+//   generation's pages once its readers moved on (the stream keeps every page until then);
 // - a page is needed: `page(_:)`; if absent, `acquireLease(_:)`. Acquired: fetch upstream,
 //   `renewLease` every lease/3 while fetching, `publishPage`, `releaseLease`. Held elsewhere:
 //   wait for it on `pages(of:)` (followers use the same stream), and try `acquireLease` again
@@ -339,6 +340,13 @@ public final class ClusterStore: Sendable {
     public func page(_ page: PageAddress) async throws(NATSError) -> [UInt8]? {
         _ = try await opened()
         return try await client.lastMessage(stream: pageStream, subject: subject(of: page))
+    }
+
+    /// Removes the pages of an old generation of `feed` from the stream, once no instance serves
+    /// it any more; nothing else ever removes a page.
+    public func forgetPages(of feed: String, generation: Int) async throws(NATSError) {
+        _ = try await opened()
+        try await client.purge(stream: pageStream, subject: "\(pageSubjectPrefix).\(feed).\(generation).>")
     }
 
     /// Every page of `feed` published from now on, by any instance, while connected.

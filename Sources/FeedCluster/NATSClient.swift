@@ -220,6 +220,20 @@ public final class NATSClient: Sendable {
         }
     }
 
+    /// Removes every message on `subject` (wildcards allowed) from `stream`.
+    public func purge(stream: String, subject: String) async throws(NATSError) {
+        let operation = "purge \"\(subject)\" from stream \"\(stream)\""
+        try await perform(operation) { handles throws(NATSError) in
+            let status = subject.withCString { subject in
+                var options = jsOptions()
+                jsOptions_Init(&options)
+                options.Stream.Purge.Subject = subject
+                return js_PurgeStream(handles.jetStream, stream, &options, nil)
+            }
+            guard status == NATS_OK else { throw NATSError(status: status, operation: operation) }
+        }
+    }
+
     /// Every message published on `subject` (wildcards allowed) from now on, as long as the
     /// stream is iterated. The server knows of the subscription when this returns, if connected;
     /// messages published while the connection is down are not delivered.

@@ -128,6 +128,13 @@ struct ClusterStoreTests {
         #expect(try await latecomer.publishPage(page, line: Array("other".utf8)) == .alreadyPublished)
         #expect(try await publisher.publishPage(page, line: line) == .alreadyPublished)
         #expect(try await latecomer.page(page) == line)
+
+        // Forgetting an old generation removes its pages, and only its pages.
+        let newer = PageAddress(feed: "users", generation: 5, page: 2)
+        _ = try await publisher.publishPage(newer, line: Array("newer".utf8))
+        try await latecomer.forgetPages(of: "users", generation: 4)
+        #expect(try await publisher.page(page) == nil)
+        #expect(try await publisher.page(newer) == Array("newer".utf8))
         await publisher.close()
         await latecomer.close()
     }
