@@ -52,6 +52,25 @@ struct ClusterStoreTests {
         await survivor.close()
     }
 
+    @Test func test_a_lease_renewed_in_time_is_never_taken_over() async throws {
+        let server = try NATSServer()
+        let holder = try await connectedStore([server], instance: "holder", lease: .seconds(1))
+        let other = try await connectedStore([server], instance: "other", lease: .seconds(1))
+        let page = PageAddress(feed: "users", generation: 1, page: 9)
+        guard case .acquired(var lease) = try await holder.acquireLease(page) else { throw TestFailure("the lease was not acquired") }
+        // Three lease lengths, renewing every third of one, as the engine does while it fetches.
+        for _ in 0..<9 {
+            try await Task.sleep(for: .milliseconds(333))
+            lease = try await holder.renewLease(lease)
+            guard case .heldElsewhere(let holderName, _) = try await other.acquireLease(page) else {
+                throw TestFailure("a lease renewed in time was taken over")
+            }
+            #expect(holderName == "holder")
+        }
+        await holder.close()
+        await other.close()
+    }
+
     @Test func test_a_new_generation_reaches_an_instance_that_watches_within_a_second() async throws {
         let server = try NATSServer()
         let refresher = try await connectedStore([server], instance: "refresher")
