@@ -36,6 +36,10 @@ let package = Package(
         .systemLibrary(
             name: "CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
+        // The official NATS C client, for the fleet's shared state in JetStream (SPEC §8).
+        .systemLibrary(
+            name: "CNATS", pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]),
         // toml++ (Debian's libtomlplusplus-dev) compiled header-only into a tiny C API,
         // so a static feedd binary needs no libtomlplusplus at run time. NDEBUG always: toml++'s
         // internal assertions abort on some malformed input (a '\r' in a table header, found
@@ -44,6 +48,8 @@ let package = Package(
             name: "CTOMLShim",
             cxxSettings: [.define("TOML_HEADER_ONLY", to: "1"), .define("TOML_EXCEPTIONS", to: "0"), .define("NDEBUG")]),
 
+        // A fleet's shared leases, generations, cursors and pages in NATS JetStream (SPEC §8).
+        .target(name: "FeedCluster", dependencies: ["FeedKit", "CNATS"]),
         // Feeds, prefetch, shared fetches, cursors, configuration.
         .target(name: "FeedEngine", dependencies: ["FeedKit", "CTOMLShim"]),
         // The Unix socket, connections, the line protocol and flow control.
@@ -75,6 +81,7 @@ let package = Package(
         .testTarget(name: "S3FeedAdapterTests", dependencies: ["S3FeedAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "ExecAdapterTests", dependencies: ["ExecAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedKit", "FileAdapter"]),
+        .testTarget(name: "FeedClusterTests", dependencies: ["FeedCluster", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
         .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit"]),
     ],

@@ -38,6 +38,8 @@ public struct FeedSettings: Sendable, Equatable {
     public var cachePages = 256
     /// The memory the cached pages may take, as the daemon really holds them.
     public var cacheBytes = 64 << 20
+    /// Shared with the fleet through `[cluster]` (SPEC §8); by default every source but `file`.
+    public var shared = true
     /// The adapter's own options, as written.
     public var options: [String: JSONValue] = [:]
 
@@ -80,6 +82,8 @@ public struct FeedDefinition: Sendable {
 /// A loaded, valid configuration.
 public struct Configuration: Sendable {
     public var daemon: DaemonSettings
+    /// The fleet this instance belongs to, or nil when it runs alone.
+    public var cluster: ClusterSettings?
     /// Sorted by name.
     public var feeds: [FeedDefinition]
     /// The files it was read from, main file first, or the name of the embedded default.

@@ -57,6 +57,7 @@ public struct ConfigurationLoader: Sendable {
             merged.add(document, problems: &problems)
         }
         let daemon = readDaemonSettings(merged, problems: &problems)
+        let cluster = readClusterSettings(merged.cluster, problems: &problems)
         var feeds: [FeedDefinition] = []
         for name in merged.feeds.keys.sorted() {
             let (document, table) = merged.feeds[name]!
@@ -65,7 +66,7 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         guard problems.isEmpty else { throw ConfigError(Self.inReadingOrder(problems, files: files)) }
-        return Configuration(daemon: daemon, feeds: feeds, files: files)
+        return Configuration(daemon: daemon, cluster: cluster, feeds: feeds, files: files)
     }
 
     /// Problems as a reader meets them: file by file in the order they are read, then by line and column.
@@ -225,6 +226,8 @@ public struct ConfigurationLoader: Sendable {
         read { settings.retryMaxDelay = try positive(table, "retry_max_delay") ?? settings.retryMaxDelay }
         read { settings.cachePages = try table.integer("cache_pages", in: 1...1_000_000) ?? settings.cachePages }
         read { settings.cacheBytes = try byteSize(table, "cache_bytes", in: 64 << 10...(1 << 40)) ?? settings.cacheBytes }
+        // A file is on one host's disk, so it is not shared unless asked for (SPEC §8).
+        read { settings.shared = try table.bool("shared") ?? (source != "file") }
         guard problems.count == problemCount else { return nil }
 
         guard let adapterType = registry[source] else {
@@ -232,7 +235,7 @@ public struct ConfigurationLoader: Sendable {
             problems.append(document.problem(at: ["feeds", name, "source"], "feeds.\(name).source: unknown source \"\(source)\" (known: \(known))"))
             return nil
         }
-        let daemonKeys: Set = ["source", "prefetch", "wrap", "poll", "timeout", "retry_max_delay", "cache_pages", "cache_bytes"]
+        let daemonKeys: Set = ["source", "prefetch", "wrap", "poll", "timeout", "retry_max_delay", "cache_pages", "cache_bytes", "shared"]
         settings.options = values.filter { !daemonKeys.contains($0.key) }
         let options = AdapterOptions(feed: name, values: settings.options)
         let context = AdapterContext(
@@ -293,6 +296,8 @@ public struct ConfigurationLoader: Sendable {
 /// may be defined in one file only.
 private struct MergedTables {
     var daemon: [String: (document: TOMLDocument, value: JSONValue)] = [:]
+    /// The first file's `[cluster]` table, and its keys from every file.
+    var cluster: (document: TOMLDocument, keys: [String: (document: TOMLDocument, value: JSONValue)])?
     var feeds: [String: (document: TOMLDocument, table: [String: JSONValue])] = [:]
 
     mutating func add(_ document: TOMLDocument, problems: inout [ConfigProblem]) {
@@ -304,6 +309,13 @@ private struct MergedTables {
                     continue
                 }
                 for (name, setting) in table { daemon[name] = (document, setting) }
+            case "cluster":
+                guard let table = value.objectValue else {
+                    problems.append(document.problem(at: [key], "cluster: expected a table"))
+                    continue
+                }
+                if cluster == nil { cluster = (document, [:]) }
+                for (name, setting) in table { cluster!.keys[name] = (document, setting) }
             case "feeds":
                 guard let table = value.objectValue else {
                     problems.append(document.problem(at: [key], "feeds: expected a table of feeds"))
@@ -313,7 +325,7 @@ private struct MergedTables {
                     addFeed(name, feed, from: document, problems: &problems)
                 }
             default:
-                problems.append(document.problem(at: [key], "\(key): unknown table (expected [daemon] or [feeds.NAME])"))
+                problems.append(document.problem(at: [key], "\(key): unknown table (expected [daemon], [cluster] or [feeds.NAME])"))
             }
         }
     }
