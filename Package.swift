@@ -41,6 +41,12 @@ let package = Package(
             name: "CTOMLShim",
             cxxSettings: [.define("TOML_HEADER_ONLY", to: "1"), .define("TOML_EXCEPTIONS", to: "0"), .define("NDEBUG")]),
 
+        // Durable state: generations, pages, consumer cursors, in SQLite (WAL) with one writer thread.
+        .target(name: "FeedState", dependencies: ["FeedKit", "CSQLite"]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+
         // Feeds, prefetch, shared fetches, cursors, configuration.
         .target(name: "FeedEngine", dependencies: ["FeedKit", "CTOMLShim"]),
         // The Unix socket, connections, the line protocol and flow control.
@@ -72,6 +78,7 @@ let package = Package(
         .testTarget(name: "S3FeedAdapterTests", dependencies: ["S3FeedAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "ExecAdapterTests", dependencies: ["ExecAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedKit", "FileAdapter"]),
+        .testTarget(name: "FeedStateTests", dependencies: ["FeedState", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
         .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit"]),
     ],
