@@ -61,7 +61,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "FeedKit", "FeedEngine", "FeedServer", "SystemdSupport",
+                "FeedKit", "FeedEngine", "FeedState", "FeedServer", "SystemdSupport",
                 "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter",
             ]),
 
