@@ -108,8 +108,10 @@ final class SQLiteConnection {
             bind(values: values)
         }
 
+        /// Binds `values` after resetting the statement, so a statement can be run again and again.
         @discardableResult
         func bind(values: [SQLValue]) -> Statement {
+            reset()
             for (offset, value) in values.enumerated() {
                 let index = Int32(offset + 1)
                 switch value {

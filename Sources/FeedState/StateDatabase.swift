@@ -160,9 +160,11 @@ extension SQLiteConnection {
                 """).bind(.text(feed), .integer(generation), .text(fingerprint), .optional(seed)).run()
             try prepare("DELETE FROM pages WHERE feed = ?").bind(.text(feed)).run()
             try prepare("UPDATE consumers SET generation = ?, cursor = 0 WHERE feed = ?").bind(.integer(generation), .text(feed)).run()
-        case .recordPage(let feed, let generation, let page, let token, let body):
-            try prepare("INSERT OR REPLACE INTO pages (feed, generation, page, token, body) VALUES (?, ?, ?, ?, ?)")
-                .bind(.text(feed), .integer(generation), .integer(page), .optional(token), effects.keepsBody ? .optional(body) : .null).run()
+        case .recordPages(let feed, let generation, let first, let pages):
+            let insert = try prepare("INSERT OR REPLACE INTO pages (feed, generation, page, token, body) VALUES (?, ?, ?, ?, ?)")
+            for (offset, page) in pages.enumerated() {
+                try insert.bind(.text(feed), .integer(generation), .integer(first + offset), .optional(page.token), effects.keepsBody[offset] ? .optional(page.body) : .null).run()
+            }
             if let through = effects.dropBodiesThrough {
                 try prepare("UPDATE pages SET body = NULL WHERE feed = ? AND page <= ? AND body IS NOT NULL")
                     .bind(.text(feed), .integer(through)).run()

@@ -39,7 +39,19 @@ enum StateChange: Sendable {
     case setCursor(feed: String, consumer: String, generation: Int, cursor: Int)
     case forget(feed: String, consumer: String)
     case startGeneration(feed: String, generation: Int, fingerprint: String, seed: String?)
-    case recordPage(feed: String, generation: Int, page: Int, token: String?, body: [UInt8]?)
+    /// Pages `first`, `first + 1`, … of a generation, in one change so they are stored in order.
+    case recordPages(feed: String, generation: Int, first: Int, pages: [NewPage])
+}
+
+/// A fetched page to record: the token that fetches the page after it, and optionally its items.
+public struct NewPage: Sendable {
+    public var token: String?
+    public var body: [UInt8]?
+
+    public init(token: String?, body: [UInt8]? = nil) {
+        self.token = token
+        self.body = body
+    }
 }
 
 /// Everything the store holds except page bodies: what the store loads at start, what the
@@ -68,7 +80,7 @@ struct StateSnapshot: Sendable {
             if generation == stored.generation, fingerprint != stored.fingerprint || seed != stored.seed {
                 throw StoreError(.rejected, "feed \(feed): generation \(generation) is already stored with other contents; a change needs a new generation")
             }
-        case .recordPage(let feed, let generation, let page, _, _):
+        case .recordPages(let feed, let generation, let page, _):
             let stored = try current(feed, generation: generation, for: "page \(page)")
             guard page >= 1, page <= stored.pages.count + 1 else {
                 throw StoreError(.rejected, "feed \(feed): page \(page) of generation \(generation) would leave a gap after page \(stored.pages.count)")
@@ -92,8 +104,8 @@ struct StateSnapshot: Sendable {
         var startedGeneration = false
         /// Bodies of pages up to this number are dropped to keep within the budget.
         var dropBodiesThrough: Int?
-        /// Whether the page's body is kept (false when the budget leaves no room for it).
-        var keepsBody = false
+        /// Whether each page's body is kept (false when the budget leaves no room for it).
+        var keepsBody: [Bool] = []
         /// `forget` found the consumer.
         var forgotten = false
     }
@@ -115,28 +127,40 @@ struct StateSnapshot: Sendable {
             if let names = consumers[feed]?.keys {
                 for name in Array(names) { consumers[feed]?[name] = StoredCursor(generation: generation, cursor: 0) }
             }
-        case .recordPage(let feed, _, let page, let token, let body):
+        case .recordPages(let feed, _, let first, let pages):
             guard var stored = feeds[feed] else { break }
-            let bodyBytes = body?.count ?? 0
-            effects.keepsBody = body != nil && page > stored.bodiesDroppedThrough && bodyBytes <= bodyBudget
-            let record = StoredPage(token: token, bodyBytes: effects.keepsBody ? bodyBytes : 0, hasBody: effects.keepsBody)
-            if page > stored.pages.count { stored.pages.append(record) } else { stored.pages[page - 1] = record }
-            if body != nil, !effects.keepsBody, page > stored.bodiesDroppedThrough {
-                stored.bodiesDroppedThrough = page
-                effects.dropBodiesThrough = page
-            }
-            var total = stored.storedBodyBytes
-            while total > bodyBudget, let oldest = stored.pages.firstIndex(where: { $0.hasBody }) {
-                total -= stored.pages[oldest].bodyBytes
-                stored.bodiesDroppedThrough = max(stored.bodiesDroppedThrough, oldest + 1)
-                effects.dropBodiesThrough = stored.bodiesDroppedThrough
-                for index in 0..<stored.bodiesDroppedThrough {
-                    stored.pages[index].bodyBytes = 0
-                    stored.pages[index].hasBody = false
-                }
+            for (offset, page) in pages.enumerated() {
+                effects.keepsBody.append(stored.record(page, number: first + offset, bodyBudget: bodyBudget, dropping: &effects.dropBodiesThrough))
             }
             feeds[feed] = stored
         }
         return effects
+    }
+}
+
+extension StoredFeed {
+    /// Records page `number` (at most one past the last), keeping the bodies within `bodyBudget`
+    /// by dropping the oldest first; returns whether this page's body is kept, and raises
+    /// `dropping` to the last page whose body went.
+    mutating func record(_ page: NewPage, number: Int, bodyBudget: Int, dropping: inout Int?) -> Bool {
+        let bodyBytes = page.body?.count ?? 0
+        let keepsBody = page.body != nil && number > bodiesDroppedThrough && bodyBytes <= bodyBudget
+        let record = StoredPage(token: page.token, bodyBytes: keepsBody ? bodyBytes : 0, hasBody: keepsBody)
+        if number > pages.count { pages.append(record) } else { pages[number - 1] = record }
+        if page.body != nil, !keepsBody, number > bodiesDroppedThrough {
+            bodiesDroppedThrough = number
+            dropping = number
+        }
+        var total = storedBodyBytes
+        while total > bodyBudget, let oldest = pages.firstIndex(where: { $0.hasBody }) {
+            total -= pages[oldest].bodyBytes
+            bodiesDroppedThrough = max(bodiesDroppedThrough, oldest + 1)
+            dropping = bodiesDroppedThrough
+            for index in 0..<bodiesDroppedThrough {
+                pages[index].bodyBytes = 0
+                pages[index].hasBody = false
+            }
+        }
+        return keepsBody && number > bodiesDroppedThrough
     }
 }

@@ -9,7 +9,9 @@ import Glibc
 /// Reads are synchronous and come from an in-memory mirror of what is committed. Writes are
 /// `async`: each is queued to one writer thread (never the caller's), committed together with
 /// whatever else was queued meanwhile, and returns only once its transaction is durable. A write
-/// that throws changed nothing, on disk or in the mirror.
+/// that throws changed nothing, on disk or in the mirror. Writes are queued before the caller
+/// first suspends (they run on the caller's actor until then), so writes made one after the other
+/// from one actor are committed in that order.
 ///
 /// ```swift
 /// let store = try StateStore(directory: "/var/lib/feedd", logger: logger)
@@ -119,13 +121,13 @@ public final class StateStore: Sendable {
 
     /// Stores `cursor` as the last page `consumer` acknowledged in `generation` of `feed`, which
     /// must be the feed's current generation, with `cursor` within its known pages.
-    public func setCursor(feed: String, consumer: String, generation: Int, cursor: Int) async throws(StoreError) {
+    nonisolated(nonsending) public func setCursor(feed: String, consumer: String, generation: Int, cursor: Int) async throws(StoreError) {
         _ = try await perform(.setCursor(feed: feed, consumer: consumer, generation: generation, cursor: cursor))
     }
 
     /// Deletes a consumer's cursor; false if it had none.
     @discardableResult
-    public func forget(feed: String, consumer: String) async throws(StoreError) -> Bool {
+    nonisolated(nonsending) public func forget(feed: String, consumer: String) async throws(StoreError) -> Bool {
         try await perform(.forget(feed: feed, consumer: consumer)).forgotten
     }
 
@@ -133,7 +135,7 @@ public final class StateStore: Sendable {
     /// and the seed it started with. Its stored pages are dropped and every consumer of the feed
     /// goes back to 0, in the same transaction. A generation lower than the stored one is
     /// rejected; the stored one again is accepted only with the same fingerprint and seed.
-    public func startGeneration(feed: String, generation: Int, fingerprint: String, seed: String?) async throws(StoreError) {
+    nonisolated(nonsending) public func startGeneration(feed: String, generation: Int, fingerprint: String, seed: String?) async throws(StoreError) {
         _ = try await perform(.startGeneration(feed: feed, generation: generation, fingerprint: fingerprint, seed: seed))
     }
 
@@ -141,18 +143,24 @@ public final class StateStore: Sendable {
     /// fetches the page after it, and, for a source that cannot fetch the same page again, its
     /// items (`body`, kept within ``Options/pageBodyBudget``). Pages are recorded in order;
     /// recording one again replaces it.
-    public func recordPage(feed: String, generation: Int, page: Int, token: String?, body: [UInt8]?) async throws(StoreError) {
-        _ = try await perform(.recordPage(feed: feed, generation: generation, page: page, token: token, body: body))
+    nonisolated(nonsending) public func recordPage(feed: String, generation: Int, page: Int, token: String?, body: [UInt8]?) async throws(StoreError) {
+        try await recordPages(feed: feed, generation: generation, first: page, pages: [NewPage(token: token, body: body)])
+    }
+
+    /// Records pages `first`, `first + 1`, … in one change, so they are stored in order or not at all.
+    nonisolated(nonsending) public func recordPages(feed: String, generation: Int, first: Int, pages: [NewPage]) async throws(StoreError) {
+        guard !pages.isEmpty else { return }
+        _ = try await perform(.recordPages(feed: feed, generation: generation, first: first, pages: pages))
     }
 
     /// The items stored with a page, if they were kept; read on the writer thread.
-    public func pageBody(feed: String, generation: Int, page: Int) async throws(StoreError) -> [UInt8]? {
+    nonisolated(nonsending) public func pageBody(feed: String, generation: Int, page: Int) async throws(StoreError) -> [UInt8]? {
         try await onWriterThread { connection throws(StoreError) in
             try connection.pageBody(feed: feed, generation: generation, page: page)
         }
     }
 
-    private func perform(_ change: StateChange) async throws(StoreError) -> StateSnapshot.Effects {
+    nonisolated(nonsending) private func perform(_ change: StateChange) async throws(StoreError) -> StateSnapshot.Effects {
         let writer = writer
         return try await withCheckedContinuation { continuation in
             writer.enqueue(.change(change) { continuation.resume(returning: $0) })
@@ -160,7 +168,7 @@ public final class StateStore: Sendable {
     }
 
     /// Runs `body` on the writer thread between transactions.
-    func onWriterThread<Value: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> Value) async throws(StoreError) -> Value {
+    nonisolated(nonsending) func onWriterThread<Value: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws(StoreError) -> Value) async throws(StoreError) -> Value {
         let writer = writer
         return try await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, StoreError>, Never>) in
             writer.enqueue(.access { connection in

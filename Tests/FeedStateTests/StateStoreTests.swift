@@ -64,6 +64,20 @@ import TestSupport
         #expect(store.feed("f")?.pages.map(\.token) == ["t2", "again"])
     }
 
+    @Test func test_pages_recorded_together_and_writes_from_one_actor_commit_in_order() async throws {
+        let fixture = try StoreFixture()
+        let store = try fixture.open()
+        try await MainActor.run {
+            // Queued before each task first suspends: the generation, then its pages, then the cursor.
+            Task { try await store.startGeneration(feed: "f", generation: 1, fingerprint: "x", seed: nil) }
+            Task { try await store.recordPages(feed: "f", generation: 1, first: 1, pages: [NewPage(token: "2"), NewPage(token: "3"), NewPage(token: nil)]) }
+        }
+        let cursor = Task { @MainActor in try await store.setCursor(feed: "f", consumer: "a", generation: 1, cursor: 3) }
+        try await cursor.value
+        #expect(store.feed("f")?.pages.map(\.token) == ["2", "3", nil])
+        #expect(store.cursor(feed: "f", consumer: "a")?.cursor == 3)
+    }
+
     @Test func test_page_bodies_stay_within_the_budget_oldest_dropped_first() async throws {
         let fixture = try StoreFixture()
         let store = try fixture.open(options: .init(pageBodyBudget: 250))
@@ -87,13 +101,21 @@ import TestSupport
         try await store.setCursor(feed: "f", consumer: "good", generation: 1, cursor: 2)
         try await store.setCursor(feed: "f", consumer: "negative", generation: 1, cursor: 1)
         try await store.setCursor(feed: "f", consumer: "beyond", generation: 1, cursor: 1)
-        try await store.executeOnWriter("UPDATE consumers SET cursor = -5 WHERE consumer = 'negative'; UPDATE consumers SET cursor = 99 WHERE consumer = 'beyond'")
+        try await store.startGeneration(feed: "g", generation: 1, fingerprint: "y", seed: nil)
+        try await store.setCursor(feed: "g", consumer: "other", generation: 1, cursor: 0)
+        try await store.executeOnWriter("UPDATE consumers SET cursor = -5 WHERE consumer IN ('negative', 'other'); UPDATE consumers SET cursor = 99 WHERE consumer = 'beyond'")
         store.close()
         let reopened = try fixture.open()
         #expect(reopened.consumers(of: "f").map(\.name) == ["good"])
-        let lines = fixture.sink.recorded
-        #expect(lines.contains { $0.contains("cursor -5 of consumer negative is outside 0...3") })
-        #expect(lines.contains { $0.contains("cursor 99 of consumer beyond is outside 0...3") })
+        #expect(reopened.consumers(of: "g").isEmpty)
+        reopened.close()
+        // The rejected rows were removed, so the next start has nothing to say.
+        let lines = fixture.sink.recorded.count
+        _ = try fixture.open()
+        #expect(fixture.sink.recorded.count == lines)
+        let logged = fixture.sink.recorded
+        #expect(logged.contains { $0.contains("cursor -5 of consumer negative is outside 0...3") })
+        #expect(logged.contains { $0.contains("cursor 99 of consumer beyond is outside 0...3") })
     }
 
     @Test func test_a_second_opener_is_told_the_directory_and_the_pid_holding_it() throws {
