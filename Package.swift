@@ -50,6 +50,12 @@ let package = Package(
 
         // A fleet's shared leases, generations, cursors and pages in NATS JetStream (SPEC §8).
         .target(name: "FeedCluster", dependencies: ["FeedKit", "CNATS"]),
+        // Durable state: generations, pages, consumer cursors, in SQLite (WAL) with one writer thread.
+        .target(name: "FeedState", dependencies: ["FeedKit", "CSQLite"]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+
         // Feeds, prefetch, shared fetches, cursors, configuration.
         .target(name: "FeedEngine", dependencies: ["FeedKit", "CTOMLShim"]),
         // The Unix socket, connections, the line protocol and flow control.
@@ -64,7 +70,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "FeedKit", "FeedEngine", "FeedServer", "SystemdSupport",
+                "FeedKit", "FeedEngine", "FeedState", "FeedServer", "SystemdSupport",
                 "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter",
             ]),
 
@@ -82,6 +88,9 @@ let package = Package(
         .testTarget(name: "ExecAdapterTests", dependencies: ["ExecAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedKit", "FileAdapter"]),
         .testTarget(name: "FeedClusterTests", dependencies: ["FeedCluster", "FeedKit", "TestSupport"]),
+        .testTarget(name: "FeedStateTests", dependencies: ["FeedState", "FeedKit", "TestSupport"]),
+        // Writes to a state store until killed; FeedStateTests kill it with SIGKILL mid-commit.
+        .executableTarget(name: "feedd-state-torture", dependencies: ["FeedState", "FeedKit"], path: "Tests/StateTorture"),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
         .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit"]),
     ],

@@ -24,6 +24,10 @@ public enum Feedd {
             exit(0)
         case .checkConfig(let configPath):
             exit(checkConfig(configPath: configPath))
+        case .checkState(let configPath):
+            exit(StateCommands(configPath: configPath).check())
+        case .repairState(let configPath):
+            exit(StateCommands(configPath: configPath).repair())
         case .run(let configPath, let socketPath):
             SignalListener.blockHandledSignals()
             Daemon(configPath: configPath, socketPath: socketPath).run()

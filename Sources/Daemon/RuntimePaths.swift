@@ -20,11 +20,26 @@ struct RuntimePaths {
         firstDirectory(in: "RUNTIME_DIRECTORY") ?? firstDirectory(in: "XDG_RUNTIME_DIR") ?? "/tmp/feedd-\(getuid())"
     }
 
-    /// Consumer state: `state_dir`, else `$STATE_DIRECTORY` (systemd's StateDirectory=), else
-    /// `./.feedd-state`, made absolute against the working directory.
+    /// Durable state (SPEC §3): `state_dir`, else `$STATE_DIRECTORY` (systemd's StateDirectory=),
+    /// else `/var/lib/feedd` for root, else `$XDG_STATE_HOME/feedd` or `~/.local/state/feedd`.
+    /// Never a directory relative to wherever the daemon happened to be started: two daemons
+    /// started from different places would each keep their own cursors. A relative `state_dir`
+    /// is taken against the working directory.
     func stateDirectory(configured: String?) -> String {
-        let directory = configured ?? firstDirectory(in: "STATE_DIRECTORY") ?? ".feedd-state"
-        return directory.hasPrefix("/") ? directory : FileManager.default.currentDirectoryPath + "/" + directory
+        if let configured {
+            return configured.hasPrefix("/") ? configured : FileManager.default.currentDirectoryPath + "/" + configured
+        }
+        if let systemd = firstDirectory(in: "STATE_DIRECTORY") { return systemd }
+        if getuid() == 0 { return "/var/lib/feedd" }
+        if let xdg = environment["XDG_STATE_HOME"], xdg.hasPrefix("/") { return "\(xdg)/feedd" }
+        return "\(homeDirectory)/.local/state/feedd"
+    }
+
+    /// `$HOME`, else the home directory of the user in the password database.
+    private var homeDirectory: String {
+        if let home = environment["HOME"], home.hasPrefix("/") { return home }
+        if let entry = getpwuid(getuid()), let directory = entry.pointee.pw_dir { return String(cString: directory) }
+        return "/tmp/feedd-\(getuid())"
     }
 
     /// The first directory an environment variable names; systemd separates several with colons.

@@ -26,7 +26,12 @@ public final class DaemonProcess: @unchecked Sendable {
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments ?? ["--config", configPath, "--socket", socketPath]
-        var baseEnvironment = ["PATH": "/usr/bin:/bin", "HOME": self.directory.path, "XDG_RUNTIME_DIR": self.directory.path]
+        // A state directory of its own: as root the default would be /var/lib/feedd, shared
+        // (and locked) by every daemon the tests start.
+        var baseEnvironment = [
+            "PATH": "/usr/bin:/bin", "HOME": self.directory.path, "XDG_RUNTIME_DIR": self.directory.path,
+            "STATE_DIRECTORY": self.directory.path("state"),
+        ]
         // Under `swift test --sanitize=…` the daemon is instrumented too; pass the sanitizer's
         // options on, so that with halt_on_error a race or memory error in it fails the test.
         for name in Sanitizer.optionVariables {

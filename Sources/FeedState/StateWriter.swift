@@ -1,0 +1,175 @@
+import Foundation
+import Synchronization
+
+/// The one thread that touches `state.db` once the store is open, committing changes in groups.
+///
+/// Group commit: while one transaction commits (and syncs), new changes queue up; the next
+/// transaction takes all of them, so a thousand consumers acking at once cost a handful of
+/// syncs, not a thousand. Each change is checked against the state as the transaction has
+/// left it so far; a rejected change is answered at once and the others go ahead. If the
+/// transaction fails (disk full, read-only, I/O error), it is rolled back and every change in it
+/// fails with that error. Only after `COMMIT` returned are the changes applied to the mirror
+/// readers see, and only then are their callers resumed.
+final class StateWriter: Sendable {
+    typealias Completion = @Sendable (Result<StateSnapshot.Effects, StoreError>) -> Void
+
+    enum Job: Sendable {
+        case change(StateChange, Completion)
+        /// Work on the connection between transactions (a page body read, a test's pragma); nil
+        /// when the store is closed.
+        case access(@Sendable (SQLiteConnection?) -> Void)
+    }
+
+    private struct Queue {
+        var jobs: [Job] = []
+        var writerIsWaiting = false
+        var isClosing = false
+    }
+
+    /// How much the writer has done, for `status` and the tests of group commit.
+    struct Counts: Sendable {
+        var committedChanges = 0
+        var transactions = 0
+        var failedTransactions = 0
+        var largestGroup = 0
+    }
+
+    private let queue = Mutex(Queue())
+    private let wakeUp = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    let counts = Mutex(Counts())
+    /// Runs on the writer thread after a group's changes are written and before `COMMIT` (tests
+    /// hold commits here to see that nothing is confirmed early).
+    let beforeCommit = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// The committed state, which readers see; only the writer thread changes it, after a `COMMIT`.
+    let mirror: Mutex<StateSnapshot>
+
+    /// Starts the thread, which from now on owns `connection`.
+    init(connection: SQLiteConnection, snapshot: StateSnapshot, bodyBudget: Int) {
+        mirror = Mutex(snapshot)
+        // The connection moves to the writer thread here and nothing else keeps a reference to
+        // it, so handing it over unchecked is safe.
+        nonisolated(unsafe) let thread = WriterThread(connection: connection, committed: snapshot, bodyBudget: bodyBudget)
+        let detached = Thread { [self] in
+            run(thread)
+            thread.connection.close()
+            finished.signal()
+        }
+        detached.name = "feedd state writer"
+        detached.start()
+    }
+
+    /// Queues a job; after ``close()`` a change fails at once.
+    func enqueue(_ job: Job) {
+        let accepted = queue.withLock { queue -> Bool? in
+            guard !queue.isClosing else { return nil }
+            queue.jobs.append(job)
+            defer { queue.writerIsWaiting = false }
+            return queue.writerIsWaiting
+        }
+        switch accepted {
+        case nil:
+            switch job {
+            case .change(_, let completion): completion(.failure(StoreError(.unavailable, "the state store is closed")))
+            case .access(let body): body(nil)
+            }
+        case true?:
+            wakeUp.signal()
+        case false?:
+            break
+        }
+    }
+
+    /// Commits what is queued, stops the thread and closes the database; returns when it has.
+    func close() {
+        let wasOpen = queue.withLock { queue -> Bool in
+            defer { queue.isClosing = true }
+            return !queue.isClosing
+        }
+        guard wasOpen else { return }
+        wakeUp.signal()
+        finished.wait()
+    }
+
+    private func run(_ thread: WriterThread) {
+        while true {
+            let (jobs, closing) = queue.withLock { queue -> ([Job], Bool) in
+                let jobs = queue.jobs
+                queue.jobs.removeAll(keepingCapacity: true)
+                queue.writerIsWaiting = jobs.isEmpty && !queue.isClosing
+                return (jobs, queue.isClosing)
+            }
+            if jobs.isEmpty {
+                if closing { return }
+                wakeUp.wait()
+                continue
+            }
+            var changes: [(StateChange, Completion)] = []
+            for job in jobs {
+                switch job {
+                case .change(let change, let completion):
+                    changes.append((change, completion))
+                case .access(let body):
+                    body(thread.connection)
+                }
+            }
+            if !changes.isEmpty { commit(changes, on: thread) }
+        }
+    }
+
+    private func commit(_ changes: [(StateChange, Completion)], on thread: WriterThread) {
+        var results: [Result<StateSnapshot.Effects, StoreError>] = []
+        results.reserveCapacity(changes.count)
+        do throws(StoreError) {
+            try thread.connection.execute("BEGIN IMMEDIATE")
+            for (change, _) in changes {
+                do {
+                    try thread.committed.validate(change)
+                } catch {
+                    results.append(.failure(error))
+                    continue
+                }
+                let effects = thread.committed.apply(change, bodyBudget: thread.bodyBudget)
+                try thread.connection.write(change, effects: effects)
+                results.append(.success(effects))
+            }
+            beforeCommit.withLock { $0 }?()
+            try thread.connection.execute("COMMIT")
+        } catch {
+            if thread.connection.inTransaction { try? thread.connection.execute("ROLLBACK") }
+            thread.committed = mirror.withLock { $0 }
+            results = results.map { result in result.flatMap { _ in .failure(error) } }
+            results += Array(repeating: .failure(error), count: changes.count - results.count)
+            counts.withLock { $0.failedTransactions += 1 }
+            for ((_, completion), result) in zip(changes, results) { completion(result) }
+            return
+        }
+        mirror.withLock { mirror in
+            for ((change, _), result) in zip(changes, results) where (try? result.get()) != nil {
+                _ = mirror.apply(change, bodyBudget: thread.bodyBudget)
+            }
+        }
+        let confirmed = results.count { (try? $0.get()) != nil }
+        counts.withLock { counts in
+            counts.committedChanges += confirmed
+            counts.transactions += 1
+            counts.largestGroup = max(counts.largestGroup, changes.count)
+        }
+        for ((_, completion), result) in zip(changes, results) { completion(result) }
+    }
+}
+
+/// What only the writer thread touches: the connection, and the state as committed so far plus
+/// the changes of the transaction in progress (reset from the mirror when one fails).
+private final class WriterThread {
+    let connection: SQLiteConnection
+    var committed: StateSnapshot
+    let bodyBudget: Int
+
+    init(connection: SQLiteConnection, committed: StateSnapshot, bodyBudget: Int) {
+        self.connection = connection
+        self.committed = committed
+        self.bodyBudget = bodyBudget
+    }
+}
