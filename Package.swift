@@ -57,9 +57,9 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]),
 
         // Feeds, prefetch, shared fetches, cursors, configuration.
-        .target(name: "FeedEngine", dependencies: ["FeedKit", "CTOMLShim"]),
+        .target(name: "FeedEngine", dependencies: ["FeedKit", "FeedState", "CTOMLShim"]),
         // The Unix socket, connections, the line protocol and flow control.
-        .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedKit", "FeedClient", "CEventLoop"]),
+        .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedState", "FeedKit", "FeedClient", "CEventLoop"]),
         // epoll, eventfd and libdispatch's main-queue hooks, for the event loop.
         .systemLibrary(name: "CEventLoop"),
         // sd_notify, the watchdog, socket activation and journald-style logging.

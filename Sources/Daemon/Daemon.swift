@@ -1,6 +1,7 @@
 import FeedEngine
 import FeedKit
 import FeedServer
+import FeedState
 import Foundation
 import SystemdSupport
 
@@ -18,6 +19,7 @@ final class Daemon {
     /// The running feeds and the server; both exist from start-up on (nil only before).
     private var directory: FeedDirectory?
     private var server: Server?
+    private var store: StateStore?
     /// The socket file this process created, removed again at exit; a socket systemd passed is not ours.
     private var ownedSocketPath: String?
     private var lastStatus = ""
@@ -61,7 +63,8 @@ final class Daemon {
             }
         }
 
-        let store = openConsumerStore(configuration.daemon)
+        let store = openStateStore(configuration.daemon)
+        self.store = store
         let listeningDescriptor = openListeningSocket(configuration.daemon)
         let directory = FeedDirectory(store: store, encoder: PageLineEncoder(), logger: logger)
         self.directory = directory
@@ -107,12 +110,13 @@ final class Daemon {
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) {}
     }
 
-    /// A state directory that cannot be used is fatal, since consumers rely on it.
-    private func openConsumerStore(_ settings: DaemonSettings) -> ConsumerStore {
+    /// A state directory that cannot be used (locked by another feedd, damaged, unwritable) is
+    /// fatal, since consumers rely on it.
+    private func openStateStore(_ settings: DaemonSettings) -> StateStore {
         let directory = paths.stateDirectory(configured: settings.stateDirectory)
         do {
-            let store = try ConsumerStore(directory: directory, logger: logger)
-            logger.info("consumer state in \(directory)")
+            let store = try StateStore(directory: directory, logger: logger.labelled("state"))
+            logger.info("durable state in \(store.databasePath)")
             return store
         } catch {
             logger.error("\(error)")
@@ -164,6 +168,8 @@ final class Daemon {
         notifier.stopping()
         server.shutdown(within: .seconds(3)) { [self] in
             directory?.closeAll()
+            // Every confirmed write is durable already; this commits what is still queued.
+            store?.close()
             if let ownedSocketPath { unlink(ownedSocketPath) }
             logger.notice("stopped")
             exit(0)

@@ -58,7 +58,7 @@ import Testing
 
 extension Feed {
     func subscribe(_ output: RecordingOutput, follows: Bool = false) -> Subscription {
-        try! subscribe(output: output, consumer: nil, after: 0, follows: follows)
+        subscribe(output: output, consumer: nil, after: 0, follows: follows)
     }
 }
 

@@ -56,6 +56,12 @@ public struct FeedSettings: Sendable, Equatable {
     public func shapesSamePages(as other: FeedSettings) -> Bool {
         name == other.name && source == other.source && options == other.options && wrap == other.wrap
     }
+
+    /// A hash of what shapes the feed's pages (source, `wrap`, the adapter's options): stored
+    /// with a generation, so a restart with other contents starts a new one (SPEC §3).
+    public var contentFingerprint: String {
+        StableHash.hex(JSONValue.object(["source": .string(source), "wrap": .bool(wrap), "options": .object(options)]).serialized)
+    }
 }
 
 /// A feed ready to run: its settings and the adapter built (and so validated) from them.

@@ -1,4 +1,5 @@
 import FeedKit
+import FeedState
 
 /// One configured feed at run time: its subscriptions, its page cache and its one upstream.
 ///
@@ -30,8 +31,14 @@ public final class Feed {
     private var replacementAdapter: (any SourceAdapter)?
     private let encoder: any PageEncoder
     let logger: Logger
-    /// Where consumer cursors and the generation are kept; nil runs without durable state.
-    let store: ConsumerStore?
+    /// Where consumer cursors, the generation and its pages are kept; nil runs without durable state.
+    let store: StateStore?
+    /// The highest generation asked of the store, so refreshes in a row each get a new one.
+    private var requestedGeneration: Int
+    /// Pages of the current generation sent to the store (lowered again when a write fails).
+    private var pagesSentToStore = 0
+    /// Each consumer's cursor writes in flight and waiting (see ``storeCursor(consumer:cursor:generation:)``).
+    private var cursorWrites: [String: CursorWrites] = [:]
     private let clock: any EngineClock
     private var retryPolicy: RetryPolicy
     /// Called whenever ``health`` changes, for systemd's STATUS line.
@@ -51,7 +58,7 @@ public final class Feed {
     public private(set) var upstreamRequests = 0
 
     init(
-        definition: FeedDefinition, store: ConsumerStore?, encoder: any PageEncoder, logger: Logger,
+        definition: FeedDefinition, store: StateStore?, encoder: any PageEncoder, logger: Logger,
         clock: any EngineClock = SystemClock(), jitter: (@Sendable () -> Double)? = nil
     ) {
         settings = definition.settings
@@ -63,9 +70,26 @@ public final class Feed {
         self.logger = logger.labelled("feed \(definition.settings.name)")
         retryPolicy = RetryPolicy(maximumDelay: definition.settings.retryMaxDelay)
         if let jitter { retryPolicy.jitter = jitter }
-        paging = GenerationPaging(
-            number: store?.generations[definition.settings.name] ?? 1, addressing: definition.adapter.pageAddressing,
-            wraps: definition.settings.wrap)
+        // The same generation goes on across a restart while what shapes its pages is the same
+        // (SPEC §3): with its seed, and with the token of every page stored, so resuming at page
+        // N costs at most one request. Otherwise a new generation starts, its consumers at 0.
+        let stored = store?.feed(definition.settings.name)
+        let fingerprint = definition.settings.contentFingerprint
+        if let stored, stored.fingerprint == fingerprint {
+            paging = GenerationPaging(
+                number: stored.generation, addressing: definition.adapter.pageAddressing, wraps: definition.settings.wrap,
+                seed: stored.seed ?? GenerationPaging.randomSeed(), storedTokens: stored.pages.map(\.token))
+            pagesSentToStore = stored.pages.count
+        } else {
+            paging = GenerationPaging(
+                number: (stored?.generation ?? 0) + 1, addressing: definition.adapter.pageAddressing, wraps: definition.settings.wrap)
+        }
+        requestedGeneration = paging.number
+        if stored?.fingerprint == fingerprint {
+            self.logger.info("continuing generation \(paging.number) (\(pagesSentToStore) pages stored)")
+        } else {
+            storeGeneration()
+        }
     }
 
     public var generation: Int { paging.number }
@@ -78,18 +102,94 @@ public final class Feed {
 
     // MARK: Subscriptions
 
-    /// Where a new subscription starts: after `after` if given, else after a consumer's stored cursor, else 0.
+    /// Where a new subscription starts: after `after` if given, else after a consumer's stored
+    /// cursor in the current generation, else 0.
     public func startingPoint(consumer: String?, after: Int?) -> Int {
-        PageNumber.clamped(after ?? consumer.flatMap { store?.cursor(feed: name, consumer: $0) } ?? 0)
+        PageNumber.clamped(after ?? consumer.flatMap { storedCursor(of: $0) } ?? 0)
     }
 
-    /// Starts a subscription after page `after` of the current generation. A consumer's starting
-    /// point is stored, and a subscription of the same consumer elsewhere is taken over. Pages
-    /// flow once the caller, having announced the subscription, calls ``pump(_:)``.
-    public func subscribe(output: any SubscriptionOutput, consumer: String?, after: Int, follows: Bool) throws(StoreError) -> Subscription {
+    private func storedCursor(of consumer: String) -> Int? {
+        store?.cursor(feed: name, consumer: consumer).map { $0.generation == generation ? $0.cursor : 0 }
+    }
+
+    /// Stores a consumer's starting point before it is confirmed.
+    public func storeStartingPoint(consumer: String, after: Int) async throws(StoreError) {
+        guard storedCursor(of: consumer) != after else { return }
+        try await storeCursor(consumer: consumer, cursor: after, generation: generation)
+    }
+
+    /// Stores `cursor` as what `consumer` acknowledged in `generation`; returns once it (or a
+    /// cursor asked for after it) is durable.
+    ///
+    /// One write per consumer is in flight at a time, so a consumer's cursors reach the disk in
+    /// the order they were asked for (concurrent writes could commit in any order, and an older
+    /// cursor land over a newer one). Cursors asked for meanwhile are merged into the next write,
+    /// the latest winning, and share its sync; different consumers' writes share the store's.
+    func storeCursor(consumer: String, cursor: Int, generation: Int) async throws(StoreError) {
+        guard store != nil else { return }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, StoreError>, Never>) in
+            cursorWrites[consumer, default: CursorWrites()].queue(cursor: cursor, generation: generation, waiter: continuation)
+            if cursorWrites[consumer]?.inFlight == false { startCursorWrite(for: consumer) }
+        }
+        try result.get()
+    }
+
+    private func startCursorWrite(for consumer: String) {
+        guard var writes = cursorWrites[consumer], let next = writes.next else {
+            cursorWrites[consumer] = nil
+            return
+        }
+        let waiters = writes.waiters
+        writes = CursorWrites(inFlight: true)
+        cursorWrites[consumer] = writes
+        Task {
+            let result: Result<Void, StoreError>
+            do throws(StoreError) {
+                try await writeCursor(consumer: consumer, cursor: next.cursor, generation: next.generation)
+                result = .success(())
+            } catch {
+                result = .failure(error)
+            }
+            for waiter in waiters { waiter.resume(returning: result) }
+            cursorWrites[consumer]?.inFlight = false
+            startCursorWrite(for: consumer)
+        }
+    }
+
+    /// Writes a cursor after the generation and the pages up to it (the store accepts no
+    /// cursor past the pages it knows).
+    private func writeCursor(consumer: String, cursor: Int, generation: Int) async throws(StoreError) {
+        guard let store else { return }
+        if store.feed(name)?.generation != generation, generation == self.generation {
+            try await store.startGeneration(feed: name, generation: generation, fingerprint: settings.contentFingerprint, seed: paging.seed)
+        }
+        if generation == self.generation { try await storePages(through: cursor) }
+        try await store.setCursor(feed: name, consumer: consumer, generation: generation, cursor: cursor)
+    }
+
+    /// Sends the pages up to `number` that the store does not have yet, with their tokens, in
+    /// one write. The mark moves before the write is queued, so a cursor queued after it never
+    /// overtakes its pages; a failed write lowers it again, and the next call sends them again.
+    private func storePages(through number: Int) async throws(StoreError) {
+        guard let store, number > pagesSentToStore else { return }
+        let first = pagesSentToStore + 1
+        let generation = generation
+        let pages = (first...number).map { NewPage(token: paging.token(returnedBy: $0)) }
+        pagesSentToStore = number
+        do {
+            try await store.recordPages(feed: name, generation: generation, first: first, pages: pages)
+        } catch {
+            if generation == self.generation { pagesSentToStore = min(pagesSentToStore, first - 1) }
+            throw error
+        }
+    }
+
+    /// Starts a subscription after page `after` of the current generation; a subscription of the
+    /// same consumer elsewhere is taken over. Pages flow once the caller, having announced the
+    /// subscription, calls ``pump(_:)``.
+    public func subscribe(output: any SubscriptionOutput, consumer: String?, after: Int, follows: Bool) -> Subscription {
         let after = PageNumber.clamped(after)
         if let consumer {
-            try store?.store(feed: name, consumer: consumer, cursor: after)
             for other in subscriptions.values where other.consumer == consumer {
                 remove(other)
                 other.send(.takenOver(feed: name, consumer: consumer))
@@ -104,7 +204,8 @@ public final class Feed {
     public var consumers: [(name: String, cursor: Int, connected: Bool)] {
         let connected = Dictionary(subscriptions.values.compactMap { subscription in subscription.consumer.map { ($0, subscription.cursor) } },
             uniquingKeysWith: { first, _ in first })
-        var all = Dictionary(store?.consumers(of: name).map { ($0.name, $0.cursor) } ?? [], uniquingKeysWith: { first, _ in first })
+        let stored = store?.consumers(of: name).map { ($0.name, $0.cursor.generation == generation ? $0.cursor.cursor : 0) } ?? []
+        var all = Dictionary(stored, uniquingKeysWith: { first, _ in first })
         all.merge(connected) { _, live in live }
         return all.map { (name: $0.key, cursor: $0.value, connected: connected[$0.key] != nil) }.sorted { $0.name < $1.name }
     }
@@ -151,23 +252,48 @@ public final class Feed {
 
     // MARK: Generations and reconfiguration
 
-    /// Pull-to-refresh: drops every cached page, starts a new generation and tells every
-    /// subscription, whose position goes back to 0. The `refreshed` event of `requester` (the
-    /// asking connection's own subscription, if it has one) carries the request's id.
-    public func refresh(requester: Subscription? = nil, replyTo: JSONValue? = nil) {
-        abandonCall()
-        enterGeneration(generation + 1)
-        for subscription in subscriptions.values {
-            subscription.restart(generation: generation, replyTo: subscription === requester ? replyTo : nil)
+    /// Pull-to-refresh: once the new generation is durable, drops every cached page, makes it
+    /// current and tells every subscription, whose position goes back to 0. The `refreshed` event
+    /// of `requester` (the asking connection's own subscription, if it has one) carries the
+    /// request's id. `completion` gets the new generation, or why it could not be stored (then
+    /// nothing changed).
+    public func refresh(
+        requester: Subscription? = nil, replyTo: JSONValue? = nil, completion: @escaping (Result<Int, StoreError>) -> Void = { _ in }
+    ) {
+        requestedGeneration += 1
+        let newGeneration = requestedGeneration
+        let seed = GenerationPaging.randomSeed()
+        Task {
+            if let store {
+                do throws(StoreError) {
+                    try await store.startGeneration(feed: name, generation: newGeneration, fingerprint: settings.contentFingerprint, seed: seed)
+                } catch {
+                    logger.error("cannot store generation \(newGeneration): \(error)")
+                    requestedGeneration = max(generation, requestedGeneration - 1)
+                    return completion(.failure(error))
+                }
+            }
+            // A later refresh, stored first, has moved on already.
+            guard newGeneration > generation, upstream.isRunning else { return completion(.success(generation)) }
+            abandonCall()
+            enterGeneration(newGeneration, seed: seed)
+            for subscription in subscriptions.values {
+                subscription.restart(generation: generation, replyTo: subscription === requester ? replyTo : nil)
+            }
+            pumpAll()
+            completion(.success(newGeneration))
         }
-        pumpAll()
     }
 
     /// Takes over every subscription of `old`, the feed this one replaces after a reload changed
     /// what its pages contain: the subscriptions start over at page 0 of a new generation and are
     /// told so. The old feed's adapter is discarded, never called again.
     func adoptSubscriptions(of old: Feed) {
-        enterGeneration(old.generation + 1)
+        // A feed made after a change to its pages already follows the stored generation.
+        if generation <= old.generation {
+            enterGeneration(old.generation + 1, seed: GenerationPaging.randomSeed())
+            storeGeneration()
+        }
         for subscription in Array(old.subscriptions.values) {
             old.subscriptions[ObjectIdentifier(subscription)] = nil
             subscription.feed = self
@@ -200,17 +326,27 @@ public final class Feed {
         pumpAll()
     }
 
-    /// Makes `newGeneration` current, durably (consumers of the feed go back to 0 in the store),
-    /// and pages the source from its first page again.
-    private func enterGeneration(_ newGeneration: Int) {
-        do {
-            try store?.startGeneration(newGeneration, of: name)
-        } catch {
-            logger.error("cannot store the new generation: \(error)")
-        }
-        paging = GenerationPaging(number: newGeneration, addressing: adapter.pageAddressing, wraps: settings.wrap)
+    /// Makes `newGeneration` current and pages the source from its first page again.
+    private func enterGeneration(_ newGeneration: Int, seed: String) {
+        paging = GenerationPaging(number: newGeneration, addressing: adapter.pageAddressing, wraps: settings.wrap, seed: seed)
+        requestedGeneration = max(requestedGeneration, newGeneration)
+        pagesSentToStore = 0
         cache.removeAll()
         consecutiveFailures = 0
+    }
+
+    /// Starts storing the current generation (consumers of the feed go back to 0 there); a
+    /// failure is logged, and the next cursor write tries again.
+    private func storeGeneration() {
+        guard let store else { return }
+        let (name, generation, seed, fingerprint, logger) = (name, generation, paging.seed, settings.contentFingerprint, logger)
+        Task {
+            do throws(StoreError) {
+                try await store.startGeneration(feed: name, generation: generation, fingerprint: fingerprint, seed: seed)
+            } catch {
+                logger.error("cannot store generation \(generation): \(error)")
+            }
+        }
     }
 
     /// Ends every subscription and stops fetching: the feed was removed or replaced.
@@ -544,6 +680,19 @@ public final class Feed {
     }
 }
 
+/// One consumer's cursor writes: whether one is in flight, and the cursor to write next with
+/// everyone waiting for it.
+private struct CursorWrites {
+    var inFlight = false
+    var next: (cursor: Int, generation: Int)?
+    var waiters: [CheckedContinuation<Result<Void, StoreError>, Never>] = []
+
+    mutating func queue(cursor: Int, generation: Int, waiter: CheckedContinuation<Result<Void, StoreError>, Never>) {
+        next = (cursor, generation)
+        waiters.append(waiter)
+    }
+}
+
 /// The one thing a feed's upstream is doing. A call to the adapter starts only from `idle`.
 private enum UpstreamState {
     /// Nothing in progress: the next call may start.
@@ -560,6 +709,11 @@ private enum UpstreamState {
     case backingOff(id: Int, timer: Task<Void, Never>)
     /// The feed was closed.
     case stopped
+
+    /// False once the feed is closed.
+    var isRunning: Bool {
+        if case .stopped = self { false } else { true }
+    }
 
     var hasCallInFlight: Bool {
         switch self {
@@ -600,12 +754,26 @@ struct GenerationPaging {
     /// A live source said page N does not exist yet; `next` past N − 1 answers `end` until it does.
     var caughtUpAt: Int?
 
-    init(number: Int, addressing: PageAddressing, wraps: Bool, seed: String = GenerationPaging.randomSeed()) {
+    /// `storedTokens[k − 1]`: the token page k returned, as the store kept it, so the pages
+    /// after it can be asked for again after a restart (a `wrap` feed starts from page 1: its
+    /// feed page numbers do not say which source page comes next).
+    init(number: Int, addressing: PageAddressing, wraps: Bool, seed: String = GenerationPaging.randomSeed(), storedTokens: [String?] = []) {
         self.number = number
         self.seed = seed
         self.addressing = addressing
         self.wraps = wraps
         requests[1] = PageRequest(page: 1, token: nil, generation: number, seed: seed)
+        guard !wraps, addressing == .sequential else { return }
+        for (index, token) in storedTokens.enumerated() where index + 2 <= PageNumber.maximum {
+            requests[index + 2] = PageRequest(page: index + 2, token: token, generation: number, seed: seed)
+        }
+        furthestKnown = storedTokens.count + 1
+    }
+
+    /// The token page `page` returned, if the feed still knows it (a directly addressable
+    /// source needs none: its pages are asked for by number).
+    func token(returnedBy page: Int) -> String? {
+        requests[page + 1]?.token
     }
 
     static func randomSeed() -> String {

@@ -1,4 +1,5 @@
 import FeedKit
+import FeedState
 
 /// Every running feed, by name; applies a new configuration's feeds on reload.
 @MainActor
@@ -6,9 +7,9 @@ public final class FeedDirectory {
     public private(set) var feeds: [String: Feed] = [:]
     private let logger: Logger
     private let encoder: any PageEncoder
-    /// Consumer cursors and generations; feeds outlive reloads here, so cursors of a removed
-    /// feed are still there when it comes back.
-    public let store: ConsumerStore?
+    /// Consumer cursors, generations and their pages; they outlive reloads here, so cursors of
+    /// a removed feed are still there when it comes back.
+    public let store: StateStore?
     /// Called when any feed's health changes, or feeds come and go.
     public var onChange: (() -> Void)?
 
@@ -16,7 +17,7 @@ public final class FeedDirectory {
     /// The retry jitter of feeds started from now on; nil for the random one (tests fix it).
     var jitter: (@Sendable () -> Double)?
 
-    public init(store: ConsumerStore?, encoder: any PageEncoder, logger: Logger, clock: any EngineClock = SystemClock()) {
+    public init(store: StateStore?, encoder: any PageEncoder, logger: Logger, clock: any EngineClock = SystemClock()) {
         self.store = store
         self.encoder = encoder
         self.logger = logger

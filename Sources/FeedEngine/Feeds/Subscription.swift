@@ -1,4 +1,5 @@
 import FeedKit
+import FeedState
 
 /// One connection's reading of one feed: where it is, what it asked for, how it wants pages.
 ///
@@ -22,6 +23,8 @@ public final class Subscription {
     private var owedPages = 0
     /// A follower is told `end` once when it reaches the end of a finite feed.
     private var toldEnd = false
+    /// False while a consumer's starting point is being stored: no page flows before `subscribed`.
+    public var isConfirmed = true
 
     init(feed: Feed, output: any SubscriptionOutput, consumer: String?, after: Int, follows: Bool) {
         self.feed = feed
@@ -36,7 +39,10 @@ public final class Subscription {
     public var hasPendingRequests: Bool { !pendingNexts.isEmpty }
 
     /// Whether this subscription wants another page now: it follows, or a `next` is waiting.
-    public var wantsPage: Bool { follows || !pendingNexts.isEmpty }
+    public var wantsPage: Bool { isConfirmed && (follows || !pendingNexts.isEmpty) }
+
+    /// The ids of the `next` requests still waiting, to answer them when the subscription fails.
+    public var pendingReplyIDs: [JSONValue?] { pendingNexts.map(\.replyTo) }
 
     /// The page this subscription is waiting for right now, if it is waiting.
     var awaitedPage: Int? { wantsPage ? position + 1 : nil }
@@ -49,26 +55,46 @@ public final class Subscription {
         return depth > 0 ? (position + 1)...(position + depth) : nil
     }
 
-    /// Asks for `count` more pages; acknowledges every page delivered so far.
-    public func requestPages(_ count: Int, replyTo: JSONValue?) {
-        do {
-            try acknowledge(through: position)
-        } catch {
-            feed.logger.error("cannot store the cursor of consumer \(consumer ?? "?"): \(error)")
+    /// Asks for `count` more pages, once every page delivered so far is acknowledged (for a
+    /// consumer: durably). If that acknowledgement cannot be stored, no page is sent and
+    /// `onStoreFailure` hears why (the server answers `store_failed`).
+    public func requestPages(_ count: Int, replyTo: JSONValue?, onStoreFailure: @escaping (StoreError) -> Void = { _ in }) {
+        acknowledge(through: position) { [self] result in
+            switch result {
+            case .success:
+                let count = min(max(count, 1), PageNumber.maximum)
+                pendingNexts.append((count, replyTo))
+                owedPages = min(owedPages + count, PageNumber.maximum)
+                feed.pump(self)
+            case .failure(let error):
+                onStoreFailure(error)
+            }
         }
-        let count = min(max(count, 1), PageNumber.maximum)
-        pendingNexts.append((count, replyTo))
-        owedPages = min(owedPages + count, PageNumber.maximum)
-        feed.pump(self)
     }
 
-    /// Marks pages up to `page` consumed (never beyond what was delivered). For a consumer the new
-    /// cursor is durable when this returns; if it cannot be stored, nothing changes.
-    public func acknowledge(through page: Int) throws(StoreError) {
+    /// Marks pages up to `page` consumed (never beyond what was delivered) and calls `completion`
+    /// with the new cursor. For a consumer that is once the cursor is durable; if it cannot be
+    /// stored, the cursor stays where it was and `completion` gets why. Without a write to wait
+    /// for, `completion` runs before this returns.
+    public func acknowledge(through page: Int, completion: @escaping (Result<Int, StoreError>) -> Void) {
         let acknowledged = max(cursor, min(page, position))
-        guard acknowledged != cursor else { return }
-        if let consumer { try feed.store?.store(feed: feed.name, consumer: consumer, cursor: acknowledged) }
-        cursor = acknowledged
+        guard acknowledged != cursor, let consumer, feed.store != nil else {
+            cursor = acknowledged
+            return completion(.success(cursor))
+        }
+        let feed = feed
+        let generation = feed.generation
+        Task {
+            do throws(StoreError) {
+                try await feed.storeCursor(consumer: consumer, cursor: acknowledged, generation: generation)
+            } catch {
+                feed.logger.error("cannot store the cursor of consumer \(consumer): \(error)")
+                return completion(.failure(error))
+            }
+            // A refresh while the write was on its way has put the cursor back to 0 since.
+            if generation == self.feed.generation { cursor = max(cursor, acknowledged) }
+            completion(.success(cursor))
+        }
     }
 
     /// Ends the subscription; its outstanding requests are dropped.

@@ -42,6 +42,8 @@ public enum ErrorCode: String, Sendable {
     case forbidden
     case upstream
     case shuttingDown = "shutting_down"
+    /// A consumer's cursor or a generation could not be made durable; nothing was acknowledged.
+    case storeFailed = "store_failed"
     /// Not in SPEC §5's list: the client left its output unread past `stall_timeout` and is
     /// being disconnected.
     case tooSlow = "too_slow"

@@ -1,5 +1,6 @@
 import FeedEngine
 import FeedKit
+import FeedState
 import Glibc
 
 /// Accepts connections on a listening socket and answers the protocol of SPEC §5.
@@ -179,31 +180,39 @@ public final class Server {
             guard let subscription = connection.subscription(for: name)
                 ?? subscribe(connection, to: directory[name]!, consumer: nil, after: nil, follow: false, id: id)
             else { return }
-            subscription.requestPages(count, replyTo: id?.replyTag)
+            subscription.requestPages(count, replyTo: id?.replyTag) { error in
+                connection.send(Message.error(.storeFailed, "the pages delivered before this next could not be acknowledged, so none was sent: \(error)", feed: name, id: id))
+            }
         case .ack(let name, let page):
             guard let subscription = connection.subscription(for: name) else {
                 connection.send(Message.error(.badRequest, "not subscribed to \"\(name)\"; subscribe or next first", feed: name, id: id))
                 return
             }
-            do {
-                try subscription.acknowledge(through: page)
-            } catch {
-                logger.error("feed \(name): \(error)")
-                connection.send(Message.error(.badRequest, "the cursor could not be stored: \(error)", feed: name, id: id))
-                return
+            subscription.acknowledge(through: page) { result in
+                switch result {
+                case .success(let cursor):
+                    var line = Message(type: "ack")
+                    line.field("feed", name)
+                    line.field("page", cursor)
+                    connection.send(line.line(replyTo: id))
+                case .failure(let error):
+                    connection.send(Message.error(.storeFailed, "the cursor could not be stored: \(error)", feed: name, id: id))
+                }
             }
-            var line = Message(type: "ack")
-            line.field("feed", name)
-            line.field("page", subscription.cursor)
-            connection.send(line.line(replyTo: id))
         case .unsubscribe(let name):
             connection.setSubscription(nil, for: name)
             connection.send(Message.simple("unsubscribed", feed: name, id: id))
         case .refresh(let name):
-            let feed = directory[name]!
             let own = connection.subscription(for: name)
-            feed.refresh(requester: own, replyTo: id?.replyTag)
-            if own == nil { connection.send(Message.refreshed(feed: name, generation: feed.generation, id: id)) }
+            directory[name]!.refresh(requester: own, replyTo: id?.replyTag) { result in
+                switch result {
+                case .success(let generation):
+                    // A subscriber of the feed hears `refreshed` with its subscription's event.
+                    if own == nil { connection.send(Message.refreshed(feed: name, generation: generation, id: id)) }
+                case .failure(let error):
+                    connection.send(Message.error(.storeFailed, "the new generation could not be stored: \(error)", feed: name, id: id))
+                }
+            }
         case .forget(let name, let consumer):
             forget(consumer, of: name, for: connection, id: id)
         case .status:
@@ -226,46 +235,70 @@ public final class Server {
             return nil
         }
         let start = feed.startingPoint(consumer: consumer, after: after)
-        let subscription: Subscription
-        do {
-            subscription = try feed.subscribe(output: connection, consumer: consumer, after: start, follows: follow)
-        } catch {
-            logger.error("feed \(feed.name): \(error)")
-            connection.send(Message.error(.badRequest, "the consumer's cursor could not be stored: \(error)", feed: feed.name, id: id))
-            return nil
+        let subscription = feed.subscribe(output: connection, consumer: consumer, after: start, follows: follow)
+        guard let consumer, directory.store != nil else {
+            announce(subscription, of: feed, on: connection, after: start, id: id)
+            connection.setSubscription(subscription, for: feed.name)
+            feed.pump(subscription)
+            return subscription
         }
-        var line = Message(type: "subscribed")
-        line.field("feed", feed.name)
-        line.field("consumer", consumer)
-        line.field("generation", feed.generation)
-        line.field("after", start)
-        line.field("follow", follow)
-        connection.send(line.line(replyTo: id))
+        // Held (requests queue on it, no page flows) until the starting point is durable.
+        subscription.isConfirmed = false
         connection.setSubscription(subscription, for: feed.name)
-        feed.pump(subscription)
+        Task {
+            do throws(StoreError) {
+                try await feed.storeStartingPoint(consumer: consumer, after: start)
+            } catch {
+                guard connection.subscription(for: feed.name) === subscription else { return }
+                let waiting = subscription.pendingReplyIDs
+                connection.setSubscription(nil, for: feed.name)
+                let message = "the cursor of consumer \"\(consumer)\" could not be stored: \(error)"
+                connection.send(Message.error(.storeFailed, message, feed: feed.name, id: id))
+                for replyTo in waiting { connection.send(Message.error(.storeFailed, message, feed: feed.name, id: RequestID(replyTag: replyTo))) }
+                return
+            }
+            guard connection.subscription(for: feed.name) === subscription else { return }
+            subscription.isConfirmed = true
+            announce(subscription, of: feed, on: connection, after: start, id: id)
+            feed.pump(subscription)
+        }
         return subscription
     }
 
-    /// Deletes a consumer's stored cursor, also for a feed no longer configured.
+    /// Answers `subscribed`.
+    private func announce(_ subscription: Subscription, of feed: Feed, on connection: Connection, after start: Int, id: RequestID?) {
+        var line = Message(type: "subscribed")
+        line.field("feed", feed.name)
+        line.field("consumer", subscription.consumer)
+        line.field("generation", feed.generation)
+        line.field("after", start)
+        line.field("follow", subscription.follows)
+        connection.send(line.line(replyTo: id))
+    }
+
+    /// Deletes a consumer's stored cursor, also for a feed no longer configured; answers once
+    /// that is durable.
     private func forget(_ consumer: String, of feed: String, for connection: Connection, id: RequestID?) {
         guard let store = directory.store else {
             connection.send(Message.error(.badRequest, "this daemon keeps no consumer state", feed: feed, id: id))
             return
         }
-        do {
-            guard try store.forget(feed: feed, consumer: consumer) else {
-                connection.send(Message.error(.badRequest, "feed \"\(feed)\" has no consumer \"\(consumer)\"", feed: feed, id: id))
+        Task {
+            do throws(StoreError) {
+                guard try await store.forget(feed: feed, consumer: consumer) else {
+                    connection.send(Message.error(.badRequest, "feed \"\(feed)\" has no consumer \"\(consumer)\"", feed: feed, id: id))
+                    return
+                }
+            } catch {
+                connection.send(Message.error(.storeFailed, "the consumer could not be forgotten: \(error)", feed: feed, id: id))
                 return
             }
-        } catch {
-            connection.send(Message.error(.badRequest, "the consumer could not be forgotten: \(error)", feed: feed, id: id))
-            return
+            logger.notice("feed \(feed): consumer \(consumer) forgotten")
+            var line = Message(type: "forgotten")
+            line.field("feed", feed)
+            line.field("consumer", consumer)
+            connection.send(line.line(replyTo: id))
         }
-        logger.notice("feed \(feed): consumer \(consumer) forgotten")
-        var line = Message(type: "forgotten")
-        line.field("feed", feed)
-        line.field("consumer", consumer)
-        connection.send(line.line(replyTo: id))
     }
 
     /// The `status` reply up to its closing brace. Built at most every ``statusLifetime`` however
