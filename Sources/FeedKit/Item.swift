@@ -6,6 +6,9 @@
 /// two items are equal when their ids and values are, however each was made.
 public struct Item: Sendable, Hashable {
     public let id: String
+    /// The feed an item was taken from, on a feed that gathers others' items (`merge`); sent as
+    /// the item's `"feed"`.
+    public let feed: String?
     private let storage: Storage
 
     private enum Storage: Sendable {
@@ -13,15 +16,29 @@ public struct Item: Sendable, Hashable {
         case text(RawJSON)
     }
 
-    public init(id: String, data: JSONValue) {
+    public init(id: String, data: JSONValue, feed: String? = nil) {
         self.id = id
+        self.feed = feed
         storage = .value(data)
     }
 
     /// An item whose data is JSON text the adapter already has; it is sent as it is.
-    public init(id: String, json: RawJSON) {
+    public init(id: String, json: RawJSON, feed: String? = nil) {
         self.id = id
+        self.feed = feed
         storage = .text(json)
+    }
+
+    /// This item as a feed that gathers others' items has it: id `FEED:ID`, and `feed` naming
+    /// where it came from.
+    public func gathered(from feed: String) -> Item {
+        Item(id: "\(feed):\(id)", storage: storage, feed: feed)
+    }
+
+    private init(id: String, storage: Storage, feed: String?) {
+        self.id = id
+        self.feed = feed
+        self.storage = storage
     }
 
     /// The item's data as a value (parsed now if the item holds JSON text).
@@ -49,11 +66,12 @@ public struct Item: Sendable, Hashable {
     }
 
     public static func == (lhs: Item, rhs: Item) -> Bool {
-        lhs.id == rhs.id && lhs.data == rhs.data
+        lhs.id == rhs.id && lhs.feed == rhs.feed && lhs.data == rhs.data
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(id)
+        hasher.combine(feed)
         hasher.combine(data)
     }
 }

@@ -73,10 +73,18 @@ public protocol SourceAdapter: Sendable {
     /// adapter (the `exec` adapter starts its program and sends `configure`). Throw an error
     /// whose description says what is wrong; the default checks nothing more.
     func verify() async throws
+
+    /// The feeds of the same configuration this adapter reads through ``AdapterContext/feeds``
+    /// (a `merge` feed's members). The configuration must define them, and no feed may read
+    /// itself, directly or through others; a new generation of one of them starts a new
+    /// generation of this feed, and refreshing this feed refreshes them.
+    var memberFeeds: [String] { get }
 }
 
 extension SourceAdapter {
     public var pageAddressing: PageAddressing { .sequential }
+
+    public var memberFeeds: [String] { [] }
 
     public func waitForNewData(after request: PageRequest, pollInterval: Duration) async throws {
         try await Task.sleep(for: pollInterval)
@@ -155,10 +163,14 @@ public struct AdapterContext: Sendable {
     /// restart (what an RSS feed has already published, say); nil where nothing is kept
     /// (`check-config`, tests), and then the adapter keeps that memory in the process only.
     public let stateDirectory: String?
+    /// The other feeds of the configuration, for an adapter that reads them (`merge`); nil
+    /// where there are none to read (`check-config`, tests of other adapters).
+    public let feeds: (any FeedReader)?
 
     public init(
         feed: String, requestTimeout: Duration, pollInterval: Duration? = nil, logger: Logger,
-        transport: any HTTPTransport, stateDirectory: String? = nil
+        transport: any HTTPTransport, stateDirectory: String? = nil,
+        feeds: (any FeedReader)? = nil
     ) {
         self.feed = feed
         self.requestTimeout = requestTimeout
@@ -166,6 +178,7 @@ public struct AdapterContext: Sendable {
         self.logger = logger
         self.transport = transport
         self.stateDirectory = stateDirectory
+        self.feeds = feeds
     }
 
     /// The shared HTTP layer with this feed's timeout.

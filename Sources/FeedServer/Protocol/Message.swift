@@ -133,6 +133,10 @@ public struct PageLineEncoder: PageEncoder {
                 if index > 0 { writer.raw(UInt8(ascii: ",")) }
                 writer.raw("{\"id\":")
                 writer.string(item.id)
+                if let feed = item.feed {
+                    writer.raw(",\"feed\":")
+                    writer.string(feed)
+                }
                 writer.raw(",\"data\":")
                 item.writeData(to: &writer)
                 writer.raw(UInt8(ascii: "}"))
