@@ -8,7 +8,7 @@ import Foundation
 /// ends on `hasMorePages == false`, unless the feed has a `poll` interval: then the last page is
 /// fetched again every `poll`, and as soon as it says more pages follow, the next one is published.
 ///
-/// Options: `url` (required, must contain `{page}`).
+/// Options: `url` (required, must contain `{page}`), `follow_redirects`.
 public struct S3FeedSource: SourceAdapter {
     public static let sourceName = "s3"
 
@@ -30,7 +30,7 @@ public struct S3FeedSource: SourceAdapter {
             throw options.invalid("url", "\"\(template)\" is not an http(s) URL template")
         }
         polls = context.pollInterval != nil
-        http = context.http
+        http = try context.http(options)
     }
 
     public var pageAddressing: PageAddressing { .direct }
