@@ -24,6 +24,7 @@ let package = Package(
         .target(name: "RandomUserAdapter", dependencies: ["FeedKit"], path: "Plugins/RandomUser"),
         .target(name: "S3FeedAdapter", dependencies: ["FeedKit"], path: "Plugins/S3Feed"),
         .target(name: "ExecAdapter", dependencies: ["FeedKit"], path: "Plugins/Exec"),
+        .target(name: "HTTPAdapter", dependencies: ["FeedKit"], path: "Plugins/HTTP"),
 
         // C libraries from Debian.
         // HTTP for the network adapters: the multi interface on one thread (see CurlTransport).
@@ -56,7 +57,7 @@ let package = Package(
             name: "Daemon",
             dependencies: [
                 "FeedKit", "FeedEngine", "FeedServer", "SystemdSupport",
-                "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter",
+                "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter", "HTTPAdapter",
             ]),
 
         .executableTarget(name: "feedd", dependencies: ["Daemon"]),
@@ -71,6 +72,7 @@ let package = Package(
         .testTarget(name: "RandomUserAdapterTests", dependencies: ["RandomUserAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "S3FeedAdapterTests", dependencies: ["S3FeedAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "ExecAdapterTests", dependencies: ["ExecAdapter", "FeedKit", "TestSupport"]),
+        .testTarget(name: "HTTPAdapterTests", dependencies: ["HTTPAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedKit", "FileAdapter"]),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
         .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit"]),

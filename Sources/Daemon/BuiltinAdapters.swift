@@ -2,6 +2,7 @@ import ExecAdapter
 import FeedEngine
 import FeedKit
 import FileAdapter
+import HTTPAdapter
 import RandomUserAdapter
 import S3FeedAdapter
 
@@ -11,4 +12,5 @@ let builtinAdapters = AdapterRegistry([
     RandomUserSource.self,
     S3FeedSource.self,
     ExecSource.self,
+    HTTPJSONSource.self,
 ])

@@ -1,0 +1,32 @@
+import FeedKit
+import Foundation
+
+/// Reads the `bearer_token_file` of an `http` feed. Its messages name the file, never the token.
+enum BearerTokenFile {
+    /// More than a token plausibly needs; a larger file is someone's mistake.
+    static let maximumBytes = 16_384
+
+    /// The file's content without surrounding whitespace: one line of visible characters.
+    static func read(_ path: String, options: AdapterOptions) throws(OptionError) -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw options.invalid("bearer_token_file", "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        let file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        let bytes: Data
+        do {
+            bytes = try file.read(upToCount: maximumBytes + 1) ?? Data()
+        } catch {
+            throw options.invalid("bearer_token_file", "cannot read \(path): \((error as NSError).localizedFailureReason ?? "read error")")
+        }
+        guard bytes.count <= maximumBytes else {
+            throw options.invalid("bearer_token_file", "\(path) is larger than \(maximumBytes) bytes; it must hold the token alone")
+        }
+        let token = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !token.isEmpty else { throw options.invalid("bearer_token_file", "\(path) is empty") }
+        guard token.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
+            throw options.invalid("bearer_token_file", "\(path) must hold the token alone, on one line of visible ASCII characters")
+        }
+        return token
+    }
+}
