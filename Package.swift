@@ -25,6 +25,7 @@ let package = Package(
         .target(name: "S3FeedAdapter", dependencies: ["FeedKit"], path: "Plugins/S3Feed"),
         .target(name: "ExecAdapter", dependencies: ["FeedKit"], path: "Plugins/Exec"),
         .target(name: "HTTPAdapter", dependencies: ["FeedKit"], path: "Plugins/HTTP"),
+        .target(name: "RSSAdapter", dependencies: ["FeedKit"], path: "Plugins/RSS"),
 
         // C libraries from Debian.
         // HTTP for the network adapters: the multi interface on one thread (see CurlTransport).
@@ -57,7 +58,7 @@ let package = Package(
             name: "Daemon",
             dependencies: [
                 "FeedKit", "FeedEngine", "FeedServer", "SystemdSupport",
-                "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter", "HTTPAdapter",
+                "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter", "HTTPAdapter", "RSSAdapter",
             ]),
 
         .executableTarget(name: "feedd", dependencies: ["Daemon"]),
@@ -73,6 +74,7 @@ let package = Package(
         .testTarget(name: "S3FeedAdapterTests", dependencies: ["S3FeedAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "ExecAdapterTests", dependencies: ["ExecAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "HTTPAdapterTests", dependencies: ["HTTPAdapter", "FeedKit", "TestSupport"]),
+        .testTarget(name: "RSSAdapterTests", dependencies: ["RSSAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedKit", "FileAdapter"]),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
         .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit"]),

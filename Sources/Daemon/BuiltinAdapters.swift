@@ -4,6 +4,7 @@ import FeedKit
 import FileAdapter
 import HTTPAdapter
 import RandomUserAdapter
+import RSSAdapter
 import S3FeedAdapter
 
 /// Every source adapter compiled into feedd. Adding an adapter is one line here.
@@ -13,4 +14,5 @@ let builtinAdapters = AdapterRegistry([
     S3FeedSource.self,
     ExecSource.self,
     HTTPJSONSource.self,
+    RSSSource.self,
 ])
