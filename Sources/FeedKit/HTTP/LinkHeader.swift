@@ -17,6 +17,11 @@ public struct LinkHeader: Sendable, Hashable {
         /// Parameter names, lowercased, with their values (nil for a name without `=`), in order.
         public let parameters: [Parameter]
 
+        public init(target: String, parameters: [Parameter]) {
+            self.target = target
+            self.parameters = parameters
+        }
+
         /// The relation types of the first `rel` parameter (later ones are ignored, as RFC 8288
         /// says), lowercased.
         public var relations: [String] {
@@ -25,9 +30,15 @@ public struct LinkHeader: Sendable, Hashable {
         }
     }
 
+    /// A link parameter: `rel="next"`, `title="…"`, or a bare name.
     public struct Parameter: Sendable, Hashable {
         public let name: String
         public let value: String?
+
+        public init(name: String, value: String?) {
+            self.name = name
+            self.value = value
+        }
     }
 
     public let links: [Link]
