@@ -22,6 +22,8 @@ final class Daemon {
     private var ownedSocketPath: String?
     private var lastStatus = ""
     private var reloadProblem: String?
+    /// `<state_dir>/adapters`, fixed at start like the consumer store beside it.
+    private var adapterStateRoot: String?
 
     init(configPath: String?, socketPath: String?) {
         self.configPath = configPath
@@ -29,19 +31,19 @@ final class Daemon {
         logger = Logger(sink: sink)
     }
 
-    private var configLoading: ConfigLoading { ConfigLoading(paths: paths, logger: logger, transport: transport) }
+    private var configLoading: ConfigLoading {
+        ConfigLoading(paths: paths, logger: logger, transport: transport, adapterStateRoot: adapterStateRoot)
+    }
 
     func run() -> Never {
         signal(SIGPIPE, SIG_IGN)
         // Before anything can announce the daemon, so a signal sent right after is never lost.
         handleSignals()
-        let configuration: Configuration
-        do {
-            configuration = try configLoading.load(explicitPath: configPath)
-        } catch {
-            for problem in error.problems { logger.error("invalid configuration: \(problem)") }
-            exit(2)
-        }
+        var configuration = loadConfigurationOrExit()
+        // The adapters' state directory is under the state directory the configuration names, so
+        // the feeds are built again once it is known (adapters touch nothing until they fetch).
+        adapterStateRoot = paths.stateDirectory(configured: configuration.daemon.stateDirectory) + "/adapters"
+        configuration = loadConfigurationOrExit()
         sink.setMinimumLevel(configuration.daemon.logLevel)
         logger.info("feedd \(feeddVersion) starting with \(configuration.files.joined(separator: ", "))")
         if configuration.files.first == DefaultConfiguration.name {
@@ -71,6 +73,15 @@ final class Daemon {
         // The event loop serves the sockets and the main queue, so the main actor, with the
         // signals still blocked.
         loop.run()
+    }
+
+    private func loadConfigurationOrExit() -> Configuration {
+        do {
+            return try configLoading.load(explicitPath: configPath)
+        } catch {
+            for problem in error.problems { logger.error("invalid configuration: \(problem)") }
+            exit(2)
+        }
     }
 
     /// A state directory that cannot be used is fatal, since consumers rely on it.
