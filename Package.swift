@@ -25,13 +25,17 @@ let package = Package(
         .target(name: "S3FeedAdapter", dependencies: ["FeedKit"], path: "Plugins/S3Feed"),
         .target(name: "ExecAdapter", dependencies: ["FeedKit"], path: "Plugins/Exec"),
         .target(name: "HTTPAdapter", dependencies: ["FeedKit"], path: "Plugins/HTTP"),
-        .target(name: "RSSAdapter", dependencies: ["FeedKit"], path: "Plugins/RSS"),
+        .target(name: "RSSAdapter", dependencies: ["FeedKit", "CLibXML2"], path: "Plugins/RSS"),
 
         // C libraries from Debian.
         // HTTP for the network adapters: the multi interface on one thread (see CurlTransport).
         .systemLibrary(
             name: "CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
+        // XML for the rss adapter: libxml2's SAX2 parser.
+        .systemLibrary(
+            name: "CLibXML2", pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(
             name: "CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),

@@ -1,7 +1,5 @@
+import CLibXML2
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
 /// Why a document gave no entries: it is not well-formed XML, or not RSS or Atom.
 public struct FeedDocumentError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -9,26 +7,37 @@ public struct FeedDocumentError: Error, Sendable, Hashable, CustomStringConverti
 }
 
 /// The entries of an RSS 2.0, RSS 1.0 (RDF) or Atom 1.0 document, in document order, read with
-/// Foundation's XMLParser (libxml2 underneath) with namespaces resolved, so `content:encoded`,
-/// `dc:creator` and `dc:date` are known by their namespace whatever prefix a document gives them.
+/// libxml2's SAX2 parser with namespaces resolved, so `content:encoded`, `dc:creator` and
+/// `dc:date` are known by their namespace whatever prefix a document gives them.
 ///
 /// Text is kept as text: entities are decoded, CDATA sections taken as they are, and escaped HTML
 /// in a description stays the HTML text it stands for. An Atom `type="xhtml"` element's content
-/// is kept as XHTML markup. External entities are never fetched.
+/// is kept as XHTML markup. Nothing is fetched from the network (no DTD, no external entity), and
+/// entities a DTD declares are never expanded: the reader keeps no declarations.
+///
+/// libxml2 directly rather than Foundation's XMLParser: on malformed input XMLParser crashed (a
+/// name that is not UTF-8) and leaked an error object per document; the fuzzer found both.
 public enum FeedDocument {
     public static func entries(in bytes: [UInt8]) throws(FeedDocumentError) -> [FeedEntry] {
-        let parser = XMLParser(data: Data(bytes))
-        parser.shouldProcessNamespaces = true
-        parser.shouldResolveExternalEntities = false
+        _ = libraryReady
+        guard bytes.count < Int(Int32.max) else { throw FeedDocumentError(description: "larger than 2 GiB") }
         let reader = EntryReader()
-        parser.delegate = reader
-        // XMLParser may return true after an error it recovered from; the delegate hears of every one.
-        let parsed = parser.parse()
+        var handler = EntryReader.makeHandler()
+        let result = withExtendedLifetime(reader) {
+            bytes.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { text in
+                    feedd_xml_parse(&handler, Unmanaged.passUnretained(reader).toOpaque(), text.baseAddress, Int32(text.count))
+                }
+            }
+        }
         if let problem = reader.problem { throw FeedDocumentError(description: problem) }
-        guard parsed else { throw FeedDocumentError(description: "not well-formed XML") }
+        guard result == 0 else { throw FeedDocumentError(description: "not well-formed XML") }
         guard reader.sawFeedRoot else { throw FeedDocumentError(description: "empty, not an RSS or Atom document") }
         return reader.entries
     }
+
+    /// libxml2 sets up its global state once, before any thread parses.
+    private static let libraryReady: Void = xmlInitParser()
 }
 
 /// The namespaces the reader knows elements of.
@@ -68,7 +77,8 @@ private enum Field {
 }
 
 /// The SAX side: walks the document's elements and fills one ``FeedEntry`` per item or entry.
-private final class EntryReader: NSObject, XMLParserDelegate {
+/// Used by one parse on one thread, from libxml2's callbacks.
+private final class EntryReader {
     private(set) var entries: [FeedEntry] = []
     private(set) var problem: String?
     private(set) var sawFeedRoot = false
@@ -97,18 +107,58 @@ private final class EntryReader: NSObject, XMLParserDelegate {
     private var pending: PendingEntry?
     private var capture: Capture?
 
-    func parser(
-        _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]
-    ) {
+    /// libxml2's callbacks: each finds its reader in the context pointer. Names and text are
+    /// decoded with replacement characters, so bytes that are not UTF-8 cannot trap.
+    static func makeHandler() -> xmlSAXHandler {
+        var handler = xmlSAXHandler()
+        handler.initialized = UInt32(XML_SAX2_MAGIC)
+        handler.startElementNs = { context, localName, prefix, uri, _, _, attributeCount, _, attributes in
+            var values: [String: String] = [:]
+            if let attributes {
+                // Five pointers per attribute: local name, prefix, URI, value start, value end.
+                for index in 0..<Int(attributeCount) {
+                    guard let name = attributes[index * 5], let start = attributes[index * 5 + 3], let end = attributes[index * 5 + 4] else { continue }
+                    values[EntryReader.text(name)] = String(decoding: UnsafeBufferPointer(start: start, count: end - start), as: UTF8.self)
+                }
+            }
+            let qualifiedName = prefix.map { "\(EntryReader.text($0)):\(EntryReader.text(localName))" } ?? EntryReader.text(localName)
+            EntryReader.reader(context).start(EntryReader.text(localName), namespace: uri.map(EntryReader.text) ?? "", qualifiedName: qualifiedName, attributes: values)
+        }
+        handler.endElementNs = { context, localName, _, uri in
+            EntryReader.reader(context).end(EntryReader.text(localName), namespace: uri.map(EntryReader.text) ?? "")
+        }
+        handler.characters = { context, bytes, count in
+            EntryReader.reader(context).text(String(decoding: UnsafeBufferPointer(start: bytes, count: Int(count)), as: UTF8.self))
+        }
+        handler.cdataBlock = handler.characters
+        handler.serror = { context, error in
+            guard let error, error.pointee.level.rawValue >= XML_ERR_ERROR.rawValue else { return }
+            EntryReader.reader(context).fail(line: Int(error.pointee.line), column: Int(error.pointee.int2))
+        }
+        return handler
+    }
+
+    private static func reader(_ context: UnsafeMutableRawPointer?) -> EntryReader {
+        Unmanaged<EntryReader>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    private static func text(_ bytes: UnsafePointer<xmlChar>?) -> String {
+        guard let bytes else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: strlen(UnsafeRawPointer(bytes).assumingMemoryBound(to: CChar.self))), as: UTF8.self)
+    }
+
+    // Once there is a problem the rest of the document is ignored (libxml2 stops calling after
+    // a fatal error anyway).
+
+    private func start(_ name: String, namespace: String, qualifiedName: String, attributes: [String: String]) {
+        guard problem == nil else { return }
         depth += 1
-        let namespace = namespaceURI ?? ""
         if depth == 1 {
             switch (namespace, name) {
             case ("", "rss"), (Namespace.rdf, "RDF"), (Namespace.atom, "feed"):
                 sawFeedRoot = true
             default:
-                problem = "not an RSS or Atom document (its root element is <\(qualifiedName ?? name)>)"
-                parser.abortParsing()
+                problem = "not an RSS or Atom document (its root element is <\(qualifiedName)>)"
             }
             return
         }
@@ -145,13 +195,13 @@ private final class EntryReader: NSObject, XMLParserDelegate {
         capture = Capture(field: field, depth: depth, keepsMarkup: attributes["type"] == "xhtml", counting: field != .atomAuthor)
     }
 
-    func parser(_ parser: XMLParser, parseErrorOccurred error: any Error) {
+    private func fail(line: Int, column: Int) {
         guard problem == nil else { return }
-        problem = "not well-formed XML at line \(parser.lineNumber), column \(parser.columnNumber)"
-        parser.abortParsing()
+        problem = "not well-formed XML at line \(line), column \(column)"
     }
 
-    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+    private func end(_ name: String, namespace: String) {
+        guard problem == nil else { return }
         defer { depth -= 1 }
         if var current = capture {
             if depth == current.depth {
@@ -159,7 +209,7 @@ private final class EntryReader: NSObject, XMLParserDelegate {
                 capture = nil
             } else {
                 if current.keepsMarkup, !Self.isXHTMLWrapper(name, depth: depth, in: current) { current.text += "</\(name)>" }
-                if current.field == .atomAuthor, (namespaceURI, name) == (Namespace.atom, "name") { current.counting = false }
+                if current.field == .atomAuthor, (namespace, name) == (Namespace.atom, "name") { current.counting = false }
                 capture = current
             }
             return
@@ -170,16 +220,9 @@ private final class EntryReader: NSObject, XMLParserDelegate {
         }
     }
 
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
-        guard var current = capture, current.counting else { return }
+    private func text(_ string: String) {
+        guard problem == nil, var current = capture, current.counting else { return }
         current.text += current.keepsMarkup ? Self.escaped(string) : string
-        capture = current
-    }
-
-    func parser(_ parser: XMLParser, foundCDATA block: Data) {
-        guard var current = capture, current.counting else { return }
-        let text = String(decoding: block, as: UTF8.self)
-        current.text += current.keepsMarkup ? Self.escaped(text) : text
         capture = current
     }
 
