@@ -3,7 +3,8 @@ import PackageDescription
 
 // The layout shows the architecture (SPEC §7):
 //   FeedKit  ←  Plugins/*  ←  FeedEngine  ←  FeedServer, SystemdSupport  ←  Daemon  ←  feedd
-// and FeedClient ← feedctl, TestSupport. Adapters import FeedKit and nothing else.
+// and FeedClient ← feedctl, TestSupport. Adapters import FeedKit and nothing else (but a C library
+// of their own: rss reads XML with libxml2).
 let package = Package(
     name: "feedd",
     platforms: [.macOS(.v15)],

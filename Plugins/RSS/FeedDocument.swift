@@ -13,7 +13,8 @@ public struct FeedDocumentError: Error, Sendable, Hashable, CustomStringConverti
 /// Text is kept as text: entities are decoded, CDATA sections taken as they are, and escaped HTML
 /// in a description stays the HTML text it stands for. An Atom `type="xhtml"` element's content
 /// is kept as XHTML markup. Nothing is fetched from the network (no DTD, no external entity), and
-/// entities a DTD declares are never expanded: the reader keeps no declarations.
+/// nothing is expanded: the reader keeps no declarations, so a document that uses an entity its
+/// DTD declares is refused as not well-formed.
 ///
 /// libxml2 directly rather than Foundation's XMLParser: on malformed input XMLParser crashed (a
 /// name that is not UTF-8) and leaked an error object per document; the fuzzer found both.

@@ -12,7 +12,10 @@
 static inline int feedd_xml_parse(xmlSAXHandler *handler, void *context, const char *bytes, int length) {
     xmlParserCtxtPtr parser = xmlCreatePushParserCtxt(handler, context, NULL, 0, NULL);
     if (parser == NULL) return -1;
-    xmlCtxtUseOptions(parser, XML_PARSE_NONET | XML_PARSE_NOWARNING);
+    // NOENT makes libxml2 hand attribute values over decoded (`&amp;` as `&`, not `&#38;`); with
+    // no entity declarations kept (the handler has no getEntity), only predefined entities and
+    // character references can be substituted.
+    xmlCtxtUseOptions(parser, XML_PARSE_NONET | XML_PARSE_NOWARNING | XML_PARSE_NOENT);
     int result = xmlParseChunk(parser, bytes, length, 1);
     if (result == 0 && !parser->wellFormed) result = -1;
     xmlFreeParserCtxt(parser);

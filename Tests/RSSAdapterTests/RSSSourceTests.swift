@@ -1,6 +1,6 @@
 import FeedKit
 import Foundation
-import RSSAdapter
+@testable import RSSAdapter
 import Testing
 import TestSupport
 
@@ -153,5 +153,33 @@ import TestSupport
         "2026-11-30T05:00:00"])
     func a_date_that_is_neither_is_null(_ text: String) {
         #expect(FeedTime(text) == nil)
+    }
+}
+
+/// The memory of published ids is bounded: the oldest are forgotten first.
+@Suite struct PublishedEntriesTests {
+    @Test func the_oldest_ids_are_forgotten_past_the_limit() {
+        let memory = PublishedEntries(directory: nil, logger: Logger(sink: DiscardingSink()))
+        let items = (0...PublishedEntries.limit).map { Item(id: "id\($0)", data: .null) }
+        #expect(memory.makeBatch(1, of: items, generation: 1).count == items.count)
+        memory.published(items, generation: 1)
+        #expect(memory.makeBatch(2, of: [items[0], items[1], items[PublishedEntries.limit]], generation: 1) == [items[0]])
+    }
+}
+
+/// The reader keeps no DTD declarations: nothing is expanded (no entity bombs) and nothing fetched.
+@Suite struct XMLSafetyTests {
+    @Test(arguments: [
+        #"<!DOCTYPE rss [<!ENTITY a "AAA"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">]>"# + "\n<rss><channel><item><title>&b;</title></item></channel></rss>",
+        #"<!DOCTYPE rss [<!ENTITY x SYSTEM "file:///etc/passwd">]>"# + "\n<rss><channel><item><title>&x;</title></item></channel></rss>",
+    ])
+    func a_document_using_entities_its_dtd_declares_is_refused(_ document: String) {
+        #expect(throws: FeedDocumentError.self) { try FeedDocument.entries(in: Array(document.utf8)) }
+    }
+
+    @Test func predefined_entities_and_character_references_in_attributes_and_text_are_decoded() throws {
+        let document = #"<feed xmlns="http://www.w3.org/2005/Atom"><entry><id>1</id><link href="https://x/?a=1&amp;b=&#50;"/></entry></feed>"#
+        let link = try FeedDocument.entries(in: Array(document.utf8)).first?.link
+        #expect(link == "https://x/?a=1&b=2", "\(link ?? "nil")")
     }
 }
