@@ -1,8 +1,21 @@
 import FeedKit
 import Foundation
+import Synchronization
 
 /// Reads the `bearer_token_file` of an `http` feed. Its messages name the file, never the token.
+///
+/// The token last read from each file is kept here, by path, and every request takes it from
+/// here: the file is read whenever the config is loaded (at start, on every reload), but a
+/// reload that leaves a feed's options alone keeps that feed's running adapter, which would
+/// otherwise go on sending the token it was made with.
 enum BearerTokenFile {
+    private static let latest = Mutex<[String: String]>([:])
+
+    /// The token most recently read from `path`.
+    static func token(in path: String) -> String? {
+        latest.withLock { $0[path] }
+    }
+
     /// More than a token plausibly needs; a larger file is someone's mistake.
     static let maximumBytes = 16_384
 
@@ -27,6 +40,7 @@ enum BearerTokenFile {
         guard token.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
             throw options.invalid("bearer_token_file", "\(path) must hold the token alone, on one line of visible ASCII characters")
         }
+        latest.withLock { $0[path] = token }
         return token
     }
 }

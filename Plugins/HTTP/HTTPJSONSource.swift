@@ -38,6 +38,7 @@ public struct HTTPJSONSource: SourceAdapter {
     let next: NextRule
     let polls: Bool
     let http: HTTPSource
+    let tokenFile: String?
     let revalidation = RevalidationMemory()
 
     public init(options: AdapterOptions, context: AdapterContext) throws {
@@ -55,9 +56,8 @@ public struct HTTPJSONSource: SourceAdapter {
         polls = context.pollInterval != nil
         var http = try context.http(options)
         http.headers = try Self.headers(options)
-        if let path = try options.string("bearer_token_file") {
-            http.bearerToken = try BearerTokenFile.read(path, options: options)
-        }
+        tokenFile = try options.string("bearer_token_file")
+        if let tokenFile { http.bearerToken = try BearerTokenFile.read(tokenFile, options: options) }
         self.http = http
     }
 
@@ -94,6 +94,8 @@ public struct HTTPJSONSource: SourceAdapter {
             throw SourceError.rejected("the next page's URL \(location) is not a URL")
         }
         let validators = polls ? revalidation.validators(for: url, generation: generation) : nil
+        var http = http
+        if let tokenFile { http.bearerToken = BearerTokenFile.token(in: tokenFile) ?? http.bearerToken }
         guard let response = try await http.get(url, ifChangedSince: validators) else { return nil }
         let body = try HTTPSource.json(in: response, from: url)
         let items = try Self.items(in: body, at: itemsPath, ids: idPath, from: url)

@@ -52,6 +52,7 @@ import TestSupport
             bearer_token_file = "\(tokenFile)"
             headers = { Accept = "application/json", "X-Client" = "feedd-test" }
             retry_max_delay = "200ms"
+            prefetch = 0
             """, directory: directory)
         let client = try daemon.connect()
         try client.send("next private")
@@ -63,8 +64,15 @@ import TestSupport
         let sent = try #require(upstream.received.last?.headers)
         #expect(sent["authorization"] == "Bearer \(token)" && sent["x-client"] == "feedd-test")
         #expect(notice["message"]?.stringValue?.contains("HTTP 401 from \(upstream.baseURL)/private?page=1") == true)
+        // A rotated token is read on reload, and used although the feed's options did not change.
+        let rotated = "rot-\(token)"
+        try directory.write("api.token", rotated)
         daemon.send(signal: SIGHUP)
         _ = try daemon.log.waitForLine(containing: "configuration reloaded")
+        try client.send("next private")
+        _ = try client.read(until: "page")
+        #expect(upstream.received.last?.target == "/private?page=2")
+        #expect(upstream.received.last?.headers["authorization"] == "Bearer \(rotated)")
         for text in [notice.jsonText, status.jsonText, daemon.log.text] {
             #expect(!text.contains(token), "the token leaked: \(text)")
         }
