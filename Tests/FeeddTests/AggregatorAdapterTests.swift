@@ -138,4 +138,29 @@ import TestSupport
         #expect(published.filter { $0 != "c" }.count <= 2, "a page from before the restart may come again, a new one holds only c: \(published)")
         #expect(FileManager.default.fileExists(atPath: directory.path + "/.feedd-state/adapters/news/seen-entries.json"))
     }
+
+    @Test func check_config_reports_http_and_rss_options_at_their_line_without_the_token() throws {
+        let directory = try TemporaryDirectory()
+        let token = "never-print-\(UInt32.random(in: 0...UInt32.max))"
+        let tokenFile = try directory.write("api.token", "\(token)\nsecond line")
+        let config = try directory.write("feedd.toml", """
+            [feeds.api]
+            source = "http"
+            url = "https://api.example.com/v1/posts?after={cursor}"
+            items = "data.posts"
+            next = "data.next"
+            bearer_token_file = "\(tokenFile)"
+
+            [feeds.news]
+            source = "rss"
+            url = "ftp://example.com/feed.xml"
+            follow_redirects = "anywhere"
+            """)
+        let result = try ChildProcess.run(FeeddBinaries.feedd, ["check-config", "--config", config])
+        #expect(result.status == 2)
+        let lines = result.output.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.hasPrefix("\(config):6:") && $0.contains("feeds.api.bearer_token_file: \(tokenFile) must hold the token alone") })
+        #expect(lines.contains { $0.hasPrefix("\(config):10:") && $0.contains("feeds.news.url: \"ftp://example.com/feed.xml\" is not an http(s) URL") })
+        #expect(!(result.output + result.errors).contains(token))
+    }
 }

@@ -6,7 +6,9 @@ import Synchronization
 ///
 /// - Network errors, timeouts, HTTP 5xx and 429 are transient (retried with backoff); 429 and 503
 ///   carry their `Retry-After`.
-/// - Other 4xx statuses and bodies that are not JSON are rejections (retried at the slowest rate).
+/// - Other 4xx statuses, 3xx statuses (a redirect not followed) and bodies that are not JSON are
+///   rejections (retried at the slowest rate).
+/// - `304 Not Modified` answers a conditional GET (``get(_:ifChangedSince:)``) with nil.
 public struct HTTPSource: Sendable {
     public let transport: any HTTPTransport
     public let timeout: Duration
@@ -69,9 +71,9 @@ public struct HTTPSource: Sendable {
             return response
         case 304 where acceptNotModified:
             return nil
-        case 300..<400:
+        case 300..<400 where redirects == .never:
             let location = response.headers["location"].map { " to \($0)" } ?? ""
-            throw SourceError.rejected("HTTP \(response.status) from \(url.absoluteString)\(location), not followed (follow_redirects = \"\(redirects.rawValue)\")")
+            throw SourceError.rejected("HTTP \(response.status) from \(url.absoluteString)\(location), not followed (follow_redirects = \"never\")")
         case 429, 503:
             let retryAfter = response.headers["retry-after"].flatMap(Self.retryAfter)
             throw SourceError.transient("HTTP \(response.status) from \(url.absoluteString)", retryAfter: retryAfter)
