@@ -94,6 +94,25 @@ import TestSupport
         upstream.setResource("/feed.xml", .text(document, contentType: "application/rss+xml", entityTag: entityTag))
     }
 
+    @Test func without_poll_an_rss_feed_reads_its_document_once_and_its_last_page_says_last() throws {
+        let upstream = try LoopbackUpstream()
+        Self.serve(upstream, [("a", "Sun, 01 Nov 2026 10:00:00 GMT"), ("b", "Mon, 02 Nov 2026 10:00:00 GMT"),
+            ("c", "Tue, 03 Nov 2026 10:00:00 GMT")], entityTag: "\"1\"")
+        let daemon = try DaemonProcess(config: """
+            [feeds.news]
+            source = "rss"
+            url = "\(upstream.baseURL)/feed.xml"
+            page_size = 2
+            """)
+        let client = try daemon.connect()
+        try client.send("next news 3")
+        try client.expect("subscribed")
+        let pages = try [client.expect("page"), client.expect("page")]
+        #expect(pages.map(Self.ids) == [["c", "b"], ["a"]] && pages.map { $0["last"] } == [false, true])
+        #expect(try client.expect("end")["page"] == 2)
+        #expect(upstream.received.count == 1)
+    }
+
     @Test func a_polled_rss_feed_publishes_only_new_entries_newest_first_to_a_follower() throws {
         let upstream = try LoopbackUpstream()
         Self.serve(upstream, [("a", "Sun, 01 Nov 2026 10:00:00 GMT"), ("b", "Mon, 02 Nov 2026 10:00:00 GMT")], entityTag: "\"1\"")
