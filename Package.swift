@@ -3,7 +3,8 @@ import PackageDescription
 
 // The layout shows the architecture (SPEC §7):
 //   FeedKit  ←  Plugins/*  ←  FeedEngine  ←  FeedServer, SystemdSupport  ←  Daemon  ←  feedd
-// and FeedClient ← feedctl, TestSupport. Adapters import FeedKit and nothing else.
+// and FeedClient ← feedctl, TestSupport. Adapters import FeedKit and nothing else (but a C library
+// of their own: rss reads XML with libxml2).
 let package = Package(
     name: "feedd",
     platforms: [.macOS(.v15)],
@@ -27,12 +28,18 @@ let package = Package(
         .target(name: "RandomUserAdapter", dependencies: ["FeedKit"], path: "Plugins/RandomUser"),
         .target(name: "S3FeedAdapter", dependencies: ["FeedKit"], path: "Plugins/S3Feed"),
         .target(name: "ExecAdapter", dependencies: ["FeedKit"], path: "Plugins/Exec"),
+        .target(name: "HTTPAdapter", dependencies: ["FeedKit"], path: "Plugins/HTTP"),
+        .target(name: "RSSAdapter", dependencies: ["FeedKit", "CLibXML2"], path: "Plugins/RSS"),
 
         // C libraries from Debian.
         // HTTP for the network adapters: the multi interface on one thread (see CurlTransport).
         .systemLibrary(
             name: "CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
+        // XML for the rss adapter: libxml2's SAX2 parser.
+        .systemLibrary(
+            name: "CLibXML2", pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(
             name: "CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
@@ -71,7 +78,7 @@ let package = Package(
             name: "Daemon",
             dependencies: [
                 "FeedKit", "FeedEngine", "FeedState", "FeedServer", "SystemdSupport",
-                "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter",
+                "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter", "HTTPAdapter", "RSSAdapter",
             ]),
 
         .executableTarget(name: "feedd", dependencies: ["Daemon"]),
@@ -86,6 +93,8 @@ let package = Package(
         .testTarget(name: "RandomUserAdapterTests", dependencies: ["RandomUserAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "S3FeedAdapterTests", dependencies: ["S3FeedAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "ExecAdapterTests", dependencies: ["ExecAdapter", "FeedKit", "TestSupport"]),
+        .testTarget(name: "HTTPAdapterTests", dependencies: ["HTTPAdapter", "FeedKit", "TestSupport"]),
+        .testTarget(name: "RSSAdapterTests", dependencies: ["RSSAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedKit", "FileAdapter"]),
         .testTarget(name: "FeedClusterTests", dependencies: ["FeedCluster", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedStateTests", dependencies: ["FeedState", "FeedKit", "TestSupport"]),

@@ -9,7 +9,7 @@ import Foundation
 /// restarts) is sent, so every page of a generation is addressable by its number and comes back
 /// the same when fetched again; a refresh starts a new generation and so gets a new seed.
 ///
-/// Options: `url` (default `https://randomuser.me/api/`), `results` (default 20), `seed`.
+/// Options: `url` (default `https://randomuser.me/api/`), `results` (default 20), `seed`, `follow_redirects`.
 public struct RandomUserSource: SourceAdapter {
     public static let sourceName = "randomuser"
 
@@ -26,7 +26,7 @@ public struct RandomUserSource: SourceAdapter {
         baseURL = parsed
         results = try options.integer("results", in: 1...5_000) ?? 20
         fixedSeed = try options.string("seed")
-        http = context.http
+        http = try context.http(options)
     }
 
     public var pageAddressing: PageAddressing { .direct }

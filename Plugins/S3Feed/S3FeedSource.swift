@@ -9,7 +9,7 @@ import Foundation
 /// fetched again every `poll` (the first time one `poll` after it was fetched), and as soon as it
 /// says more pages follow, the next one is published. Pages are addressed by number.
 ///
-/// Options: `url` (required, must contain `{page}`).
+/// Options: `url` (required, must contain `{page}`), `follow_redirects`.
 public struct S3FeedSource: SourceAdapter {
     public static let sourceName = "s3"
 
@@ -31,7 +31,7 @@ public struct S3FeedSource: SourceAdapter {
             throw options.invalid("url", "\"\(template)\" is not an http(s) URL template")
         }
         polls = context.pollInterval != nil
-        http = context.http
+        http = try context.http(options)
     }
 
     public var pageAddressing: PageAddressing { .direct }

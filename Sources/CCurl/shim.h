@@ -26,3 +26,12 @@ static inline long feedd_curl_response_code(CURL *easy) {
 static inline CURLcode feedd_curl_message_result(const CURLMsg *message) {
     return message->data.result;
 }
+
+static inline const char *feedd_curl_effective_url(CURL *easy) {
+    char *url = NULL;
+    curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url);
+    return url;
+}
+
+// A macro with a cast, which Swift does not import.
+static const long feedd_curlauth_bearer = (long)CURLAUTH_BEARER;

@@ -2,7 +2,9 @@ import ExecAdapter
 import FeedEngine
 import FeedKit
 import FileAdapter
+import HTTPAdapter
 import RandomUserAdapter
+import RSSAdapter
 import S3FeedAdapter
 
 /// Every source adapter compiled into feedd. Adding an adapter is one line here.
@@ -11,4 +13,6 @@ let builtinAdapters = AdapterRegistry([
     RandomUserSource.self,
     S3FeedSource.self,
     ExecSource.self,
+    HTTPJSONSource.self,
+    RSSSource.self,
 ])

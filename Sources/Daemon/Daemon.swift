@@ -32,6 +32,8 @@ final class Daemon {
         case running
         case again
     }
+    /// `<state_dir>/adapters`, fixed at start like the consumer store beside it.
+    private var adapterStateRoot: String?
 
     init(configPath: String?, socketPath: String?) {
         self.configPath = configPath
@@ -39,19 +41,19 @@ final class Daemon {
         logger = Logger(sink: sink)
     }
 
-    private var configLoading: ConfigLoading { ConfigLoading(paths: paths, logger: logger, transport: transport) }
+    private var configLoading: ConfigLoading {
+        ConfigLoading(paths: paths, logger: logger, transport: transport, adapterStateRoot: adapterStateRoot)
+    }
 
     func run() -> Never {
         signal(SIGPIPE, SIG_IGN)
         // Before anything can announce the daemon, so a signal sent right after is never lost.
         handleSignals()
-        let configuration: Configuration
-        do {
-            configuration = try configLoading.load(explicitPath: configPath)
-        } catch {
-            for problem in error.problems { logger.error("invalid configuration: \(problem)") }
-            exit(2)
-        }
+        var configuration = loadConfigurationOrExit()
+        // The adapters' state directory is under the state directory the configuration names, so
+        // the feeds are built again once it is known (adapters touch nothing until they fetch).
+        adapterStateRoot = paths.stateDirectory(configured: configuration.daemon.stateDirectory) + "/adapters"
+        configuration = loadConfigurationOrExit()
         sink.setMinimumLevel(configuration.daemon.logLevel)
         logger.info("feedd \(feeddVersion) starting with \(configuration.files.joined(separator: ", "))")
         checkDescriptorLimit(maxClients: configuration.daemon.maxClients)
@@ -108,6 +110,15 @@ final class Daemon {
     /// the daemon. Arm one now, while descriptors are plentiful.
     private func prepareDispatchTimers() {
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) {}
+    }
+
+    private func loadConfigurationOrExit() -> Configuration {
+        do {
+            return try configLoading.load(explicitPath: configPath)
+        } catch {
+            for problem in error.problems { logger.error("invalid configuration: \(problem)") }
+            exit(2)
+        }
     }
 
     /// A state directory that cannot be used (locked by another feedd, damaged, unwritable) is

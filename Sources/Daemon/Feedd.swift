@@ -93,9 +93,12 @@ struct ConfigLoading {
     /// The one HTTP transport of the process: every feed's adapter gets it, so connections to an
     /// upstream are shared, and its thread is started once.
     let transport: any HTTPTransport
+    /// Where adapters keep what must survive a restart (`<state_dir>/adapters/<feed>`); nil for
+    /// `check-config`, whose adapters keep nothing.
+    var adapterStateRoot: String? = nil
 
     func load(explicitPath: String?) throws(ConfigError) -> Configuration {
-        let loader = ConfigurationLoader(registry: builtinAdapters, logger: logger, transport: transport)
+        let loader = ConfigurationLoader(registry: builtinAdapters, logger: logger, transport: transport, adapterStateRoot: adapterStateRoot)
         if let file = paths.configFile(explicit: explicitPath) {
             return try loader.load(file: file)
         }

@@ -5,9 +5,11 @@ import Glibc
 /// An HTTP server on 127.0.0.1 for tests: serves the randomuser API and a paged S3-style feed
 /// deterministically, records every request, and injects faults on demand.
 ///
-/// Routes: `/api/?results=R&page=N&seed=S` (randomuser; without `seed`, a new one per call, like
-/// the real API) and `/feed-N.json` (the pages given to ``setFeedPages(_:)``; a missing page is 403,
-/// as S3 answers for a key that does not exist).
+/// Routes: any request target given to ``setResource(_:_:)`` first (with its headers, and `304`
+/// for a conditional request that matches its `ETag` or `Last-Modified`), then
+/// `/api/?results=R&page=N&seed=S` (randomuser; without `seed`, a new one per call, like the real
+/// API) and `/feed-N.json` (the pages given to ``setFeedPages(_:)``; a missing page is 403, as S3
+/// answers for a key that does not exist).
 public final class LoopbackUpstream: @unchecked Sendable {
     // Sendable: all mutable state is guarded by `condition`; the listening descriptor is fixed at init.
 
@@ -32,6 +34,10 @@ public final class LoopbackUpstream: @unchecked Sendable {
     public struct Request: Sendable {
         public let path: String
         public let query: [String: String]
+        /// The request target as sent: the path and the query, `/posts?page=2`.
+        public let target: String
+        /// Header fields, with lowercased names.
+        public let headers: [String: String]
         /// When its response was written in full (nil while it is being served).
         public internal(set) var answeredAt: ContinuousClock.Instant?
     }
@@ -44,6 +50,7 @@ public final class LoopbackUpstream: @unchecked Sendable {
     private var requests: [Request] = []
     private var answered = 0
     private var feedPages: [[String: JSONValue]] = []
+    private var resources: [String: Resource] = [:]
     private var unseededCalls = 0
     private var stopped = false
 
@@ -127,6 +134,50 @@ public final class LoopbackUpstream: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// A response served at one request target, such as `/posts?page=2` or `/feed.xml`.
+    public struct Resource: Sendable {
+        public var status: Int
+        public var body: [UInt8]
+        public var contentType: String
+        /// More header fields to send (`Link`, `Location`, …).
+        public var headers: [(name: String, value: String)]
+        /// Sent as `ETag`; a request with a matching `If-None-Match` gets `304`.
+        public var entityTag: String?
+        /// Sent as `Last-Modified`; a request with the same `If-Modified-Since` gets `304`.
+        public var lastModified: String?
+
+        public init(
+            status: Int = 200, body: [UInt8], contentType: String, headers: [(name: String, value: String)] = [],
+            entityTag: String? = nil, lastModified: String? = nil
+        ) {
+            self.status = status
+            self.body = body
+            self.contentType = contentType
+            self.headers = headers
+            self.entityTag = entityTag
+            self.lastModified = lastModified
+        }
+
+        public static func json(_ value: JSONValue, headers: [(name: String, value: String)] = [], entityTag: String? = nil) -> Resource {
+            Resource(body: value.serialized, contentType: "application/json", headers: headers, entityTag: entityTag)
+        }
+
+        public static func text(_ text: String, contentType: String, entityTag: String? = nil, lastModified: String? = nil) -> Resource {
+            Resource(body: Array(text.utf8), contentType: contentType, entityTag: entityTag, lastModified: lastModified)
+        }
+
+        public static func redirect(to location: String, status: Int = 302) -> Resource {
+            Resource(status: status, body: [], contentType: "text/plain", headers: [("Location", location)])
+        }
+    }
+
+    /// Serves `resource` at `target` (a path with its query, as requested) from now on; nil removes it.
+    public func setResource(_ target: String, _ resource: Resource?) {
+        condition.lock()
+        resources[target] = resource
+        condition.unlock()
+    }
+
     /// Every request so far.
     public var received: [Request] {
         condition.lock()
@@ -170,16 +221,21 @@ public final class LoopbackUpstream: @unchecked Sendable {
             condition.broadcast()
             condition.unlock()
         }
-        guard let (path, query) = readRequest(client) else { return }
+        guard let request = readRequest(client) else { return }
         condition.lock()
         index = requests.count
-        requests.append(Request(path: path, query: query, answeredAt: nil))
+        requests.append(request)
         condition.broadcast()
         let fault = faults.isEmpty ? nil : faults.removeFirst()
         let latency = latency
         condition.unlock()
 
+        let (path, query) = (request.path, request.query)
         if latency > .zero { Thread.sleep(forTimeInterval: Double(latency.wholeMilliseconds) / 1000) }
+        if fault == nil, let resource = resource(for: request) {
+            respond(client, resource)
+            return
+        }
         switch fault {
         case .latency(let extra)?:
             Thread.sleep(forTimeInterval: Double(extra.wholeMilliseconds) / 1000)
@@ -202,6 +258,21 @@ public final class LoopbackUpstream: @unchecked Sendable {
         case nil:
             respond(client, route(path, query))
         }
+    }
+
+    /// The resource at the request's target, or `304` for a conditional request it matches.
+    private func resource(for request: Request) -> Resource? {
+        condition.lock()
+        let resource = resources[request.target]
+        condition.unlock()
+        guard var resource else { return nil }
+        let etagMatches = resource.entityTag != nil && request.headers["if-none-match"] == resource.entityTag
+        let dateMatches = resource.lastModified != nil && request.headers["if-modified-since"] == resource.lastModified
+        if etagMatches || dateMatches {
+            resource.status = 304
+            resource.body = []
+        }
+        return resource
     }
 
     private func route(_ path: String, _ query: [String: String]) -> (Int, [UInt8]) {
@@ -246,7 +317,7 @@ public final class LoopbackUpstream: @unchecked Sendable {
         return JSONValue.object(["results": .array(users), "info": info]).serialized
     }
 
-    private func readRequest(_ client: Int32) -> (String, [String: String])? {
+    private func readRequest(_ client: Int32) -> Request? {
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while !buffer.suffix(4).elementsEqual("\r\n\r\n".utf8) {
@@ -255,18 +326,34 @@ public final class LoopbackUpstream: @unchecked Sendable {
             buffer += chunk[0..<count]
             if buffer.count > 65_536 { return nil }
         }
-        let requestLine = String(decoding: buffer.prefix { $0 != UInt8(ascii: "\r") }, as: UTF8.self)
-        let parts = requestLine.split(separator: " ")
+        let lines = String(decoding: buffer, as: UTF8.self).components(separatedBy: "\r\n")
+        let parts = lines[0].split(separator: " ")
         guard parts.count >= 2, let components = URLComponents(string: String(parts[1])) else { return nil }
         var query: [String: String] = [:]
         for item in components.queryItems ?? [] { query[item.name] = item.value ?? "" }
-        return (components.path, query)
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return Request(path: components.path, query: query, target: String(parts[1]), headers: headers, answeredAt: nil)
     }
 
-    private func respond(_ client: Int32, _ response: (status: Int, body: [UInt8]), retryAfter: String? = nil) {
+    private func respond(_ client: Int32, _ resource: Resource) {
+        var headers = resource.headers
+        if let entityTag = resource.entityTag { headers.append(("ETag", entityTag)) }
+        if let lastModified = resource.lastModified { headers.append(("Last-Modified", lastModified)) }
+        respond(client, (resource.status, resource.body), contentType: resource.contentType, headers: headers)
+    }
+
+    private func respond(
+        _ client: Int32, _ response: (status: Int, body: [UInt8]), retryAfter: String? = nil, contentType: String = "application/json",
+        headers: [(name: String, value: String)] = []
+    ) {
         var head = "HTTP/1.1 \(response.status) \(response.status < 400 ? "OK" : "Error")\r\n"
-        head += "Content-Type: application/json\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
+        head += "Content-Type: \(contentType)\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
         if let retryAfter { head += "Retry-After: \(retryAfter)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "\r\n"
         let bytes = Array(head.utf8) + response.body
         var offset = 0

@@ -416,7 +416,7 @@ public final class Feed {
             return
         }
         guard makeRoomInCache(urgent: awaited != nil) else { return }
-        startFetch(page: step.page, request: step.request)
+        startFetch(page: step.page, request: step.request, jumped: step.jumped)
     }
 
     /// Keeps the cache within `cache_pages` and `cache_bytes` before a fetch. A prefetch only
@@ -460,7 +460,8 @@ public final class Feed {
         return lastCallID
     }
 
-    private func startFetch(page number: Int, request: PageRequest) {
+    /// `jumped`: the page is asked for by its number alone, its predecessor never fetched.
+    private func startFetch(page number: Int, request: PageRequest, jumped: Bool) {
         upstreamRequests += 1
         let id = nextCallID()
         let fetch = PageFetch(
@@ -470,7 +471,8 @@ public final class Feed {
             let result = await fetch.run()
             self.fetchReturned(id, result: result, startedAt: startedAt)
         }
-        upstream = .fetching(AdapterCall(id: id, page: number, request: request, task: task, deadline: startedAt + settings.timeout))
+        upstream = .fetching(
+            AdapterCall(id: id, page: number, request: request, jumped: jumped, task: task, deadline: startedAt + settings.timeout))
         watchDeadlines()
     }
 
@@ -516,7 +518,7 @@ public final class Feed {
             logger.debug("page \(call.page): upstream answered in \((clock.now - startedAt).wholeMilliseconds) ms")
             switch result {
             case .success(.page(let page, let next)):
-                store(page, next: next, request: call.request)
+                store(page, next: next, request: call.request, jumped: call.jumped)
             case .success(.notYet):
                 paging.caughtUpAt = call.page
                 recovered()
@@ -548,7 +550,7 @@ public final class Feed {
             try? await adapter.waitForNewData(after: request, pollInterval: poll)
             self.waitReturned(id)
         }
-        upstream = .waitingForNewData(AdapterCall(id: id, page: number, request: request, task: task, deadline: nil))
+        upstream = .waitingForNewData(AdapterCall(id: id, page: number, request: request, jumped: false, task: task, deadline: nil))
     }
 
     private func waitReturned(_ id: Int) {
@@ -640,9 +642,9 @@ public final class Feed {
 
     // MARK: Outcomes
 
-    private func store(_ page: Page, next: NextPage, request: PageRequest) {
+    private func store(_ page: Page, next: NextPage, request: PageRequest, jumped: Bool) {
         fetchedPages += 1
-        paging.record(page: page.number, request: request, next: next, isEmpty: page.itemCount == 0)
+        paging.record(page: page.number, request: request, next: next, isEmpty: page.itemCount == 0, jumped: jumped)
         if !paging.isPastEnd(page.number) { cache.insert(page) }
         recovered()
         trimCache()
@@ -729,6 +731,8 @@ private struct AdapterCall {
     /// The feed page it is for.
     let page: Int
     let request: PageRequest
+    /// Asked for by number alone (see ``GenerationPaging/step(toward:)``).
+    let jumped: Bool
     let task: Task<Void, Never>
     /// A fetch's timeout, or when a drained call's adapter instance is replaced; nil while
     /// waiting for new data, which the adapter bounds by the poll interval.
@@ -785,18 +789,19 @@ struct GenerationPaging {
     }
 
     /// The fetch that brings the feed closer to `page`: that page itself where its request is
-    /// known or can be built, else (on a sequential source) the first page not yet fetched.
-    func step(toward page: Int) -> (page: Int, request: PageRequest)? {
-        if let request = requests[page] { return (page, request) }
+    /// known or can be built (`jumped`: built from its number, no page before it fetched), else
+    /// (on a sequential source) the first page not yet fetched.
+    func step(toward page: Int) -> (page: Int, request: PageRequest, jumped: Bool)? {
+        if let request = requests[page] { return (page, request, false) }
         if addressing == .direct, !wraps {
-            return (page, PageRequest(page: page, token: nil, generation: number, seed: seed))
+            return (page, PageRequest(page: page, token: nil, generation: number, seed: seed), true)
         }
         guard furthestKnown < page, let request = requests[furthestKnown] else { return nil }
-        return (furthestKnown, request)
+        return (furthestKnown, request, false)
     }
 
     /// Files what a fetch of `page` said about the pages after it.
-    mutating func record(page: Int, request: PageRequest, next: NextPage, isEmpty: Bool) {
+    mutating func record(page: Int, request: PageRequest, next: NextPage, isEmpty: Bool, jumped: Bool) {
         if caughtUpAt == page { caughtUpAt = nil }
         let following: PageRequest?
         switch next {
@@ -809,9 +814,9 @@ struct GenerationPaging {
             following = PageRequest(page: 1, token: nil, generation: number, seed: seed)
         case .end:
             following = nil
-            // A directly addressed page past the source's end comes back empty: the feed ends
-            // before it. Otherwise this page is the last.
-            let endsBefore = isEmpty && request.token == nil && request.page > 1
+            // A page jumped to past the source's end comes back empty: the feed ends before it.
+            // Otherwise this page is the last.
+            let endsBefore = isEmpty && jumped && page > 1
             let last = endsBefore ? page - 1 : page
             lastPage = min(lastPage ?? last, last)
         }

@@ -10,7 +10,10 @@ import Synchronization
 /// more per request in flight and delayed the daemon's replies on a small machine.
 ///
 /// Connections to an upstream are kept and reused, bodies may come compressed, and redirects are
-/// followed over http and https only. Make one per process: its thread lives as long as it does.
+/// followed over http and https only, at most ``RedirectPolicy/maximumHops`` of them, and only
+/// where the request's ``RedirectPolicy`` allows: the header callback sees each redirect's
+/// `Location` before libcurl follows it, and ends the transfer there if the target is refused.
+/// Make one per process: its thread lives as long as it does.
 package final class CurlTransport: HTTPTransport {
     /// A larger body is rejected (retried at the slowest rate, like a body that does not decode)
     /// instead of growing the daemon without bound.
@@ -28,11 +31,11 @@ package final class CurlTransport: HTTPTransport {
         thread.start()
     }
 
-    package func get(_ url: URL, timeout: Duration) async throws -> HTTPResponse {
+    package func send(_ httpRequest: HTTPRequest, timeout: Duration) async throws -> HTTPResponse {
         let cancellation = Cancellation()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let request = Request(url: url.absoluteString, timeout: timeout, cancellation: cancellation, continuation: continuation)
+                let request = Request(http: httpRequest, timeout: timeout, cancellation: cancellation, continuation: continuation)
                 inbox.withLock { $0.append(request) }
                 multi.wakeUp()
             }
@@ -77,7 +80,8 @@ public struct HTTPTransportError: Error, CustomStringConvertible {
 }
 
 private struct Request: Sendable {
-    let url: String
+    let http: HTTPRequest
+    var url: String { http.url.absoluteString }
     let timeout: Duration
     let cancellation: Cancellation
     let continuation: CheckedContinuation<HTTPResponse, any Error>
@@ -138,22 +142,32 @@ private final class Transfer {
     private var body: [UInt8] = []
     private var bodyTooLarge = false
     private var headers: [String: String] = [:]
+    /// The status of the response whose header lines are arriving.
+    private var status = 0
+    /// A redirect target the request's policy refused; the transfer was ended there.
+    private var refusedRedirect: String?
 
     init(_ request: Request, maximumBodyBytes: Int) {
         self.request = request
         self.maximumBodyBytes = maximumBodyBytes
         easy = curl_easy_init()
         errorText[0] = 0
-        requestHeaders = curl_slist_append(nil, "Accept: application/json")
+        requestHeaders = request.http.headers.sorted { $0.key < $1.key }.reduce(nil) { list, field in
+            curl_slist_append(list, "\(field.key): \(field.value)")
+        }
         let context = Unmanaged.passUnretained(self).toOpaque()
         feedd_curl_set_pointer(easy, CURLOPT_URL, request.url)
         feedd_curl_set_pointer(easy, CURLOPT_USERAGENT, "feedd/\(feeddVersion)")
         feedd_curl_set_pointer(easy, CURLOPT_HTTPHEADER, requestHeaders)
+        if let token = request.http.bearerToken {
+            feedd_curl_set_long(easy, CURLOPT_HTTPAUTH, feedd_curlauth_bearer)
+            feedd_curl_set_pointer(easy, CURLOPT_XOAUTH2_BEARER, token)
+        }
         feedd_curl_set_pointer(easy, CURLOPT_ACCEPT_ENCODING, "")
         feedd_curl_set_pointer(easy, CURLOPT_PROTOCOLS_STR, "http,https")
         feedd_curl_set_pointer(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        feedd_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 1)
-        feedd_curl_set_long(easy, CURLOPT_MAXREDIRS, 5)
+        feedd_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, request.http.redirects == .never ? 0 : 1)
+        feedd_curl_set_long(easy, CURLOPT_MAXREDIRS, RedirectPolicy.maximumHops)
         feedd_curl_set_long(easy, CURLOPT_NOSIGNAL, 1)
         feedd_curl_set_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int(request.timeout.wholeMilliseconds)))
         feedd_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, errorText)
@@ -166,8 +180,7 @@ private final class Transfer {
         feedd_curl_set_pointer(easy, CURLOPT_HEADERDATA, context)
         feedd_curl_set_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
             let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
-            transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
-            return size * count
+            return transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
         }
     }
 
@@ -187,18 +200,52 @@ private final class Transfer {
     }
 
     /// One header line; a status line starts a new response (after a redirect or a 100 Continue).
-    private func receiveHeader(_ bytes: UnsafeRawBufferPointer) {
+    /// Returns false to end the transfer at a redirect the policy refuses.
+    private func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
         let line = String(decoding: bytes, as: UTF8.self)
         if line.hasPrefix("HTTP/") {
             headers = [:]
-            return
+            status = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+            return true
         }
-        guard let colon = line.firstIndex(of: ":") else { return }
+        guard let colon = line.firstIndex(of: ":") else { return true }
         let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-        headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        headers[name] = headers[name].map { "\($0), \(value)" } ?? value
+        if name == "location", Self.followedStatuses.contains(status), request.http.redirects != .never {
+            return allowsRedirect(to: value)
+        }
+        return true
+    }
+
+    /// The statuses libcurl follows a `Location` for.
+    private static let followedStatuses: Set = [301, 302, 303, 307, 308]
+
+    /// Whether the policy lets libcurl follow `location`, resolved against the URL now answering.
+    private func allowsRedirect(to location: String) -> Bool {
+        guard let current = feedd_curl_effective_url(easy).map({ String(cString: $0) }),
+            let target = CurlURL(current)?.resolving(location)
+        else {
+            refusedRedirect = location
+            return false
+        }
+        guard let origin = CurlURL(request.url)?.parts, let parts = target.parts, request.http.redirects.allows(from: origin, to: parts) else {
+            refusedRedirect = target.text ?? location
+            return false
+        }
+        return true
     }
 
     func finish(_ result: CURLcode) {
+        if let refusedRedirect {
+            let reason = "GET \(request.url): redirected to \(refusedRedirect), another host; not followed (follow_redirects = \"\(request.http.redirects.rawValue)\")"
+            request.continuation.resume(throwing: SourceError.rejected(reason))
+            return
+        }
+        if result == CURLE_TOO_MANY_REDIRECTS {
+            request.continuation.resume(throwing: SourceError.rejected("GET \(request.url): more than \(RedirectPolicy.maximumHops) redirects"))
+            return
+        }
         if bodyTooLarge {
             let size = maximumBodyBytes % (1 << 20) == 0 ? "\(maximumBodyBytes >> 20) MiB" : "\(maximumBodyBytes) bytes"
             request.continuation.resume(throwing: SourceError.rejected("GET \(request.url): the response body is larger than \(size)"))
@@ -211,5 +258,41 @@ private final class Transfer {
         }
         let status = Int(feedd_curl_response_code(easy))
         request.continuation.resume(returning: HTTPResponse(status: status, headers: headers, body: body))
+    }
+}
+
+/// A URL parsed by libcurl's URL API, the same parser that follows the redirects.
+private final class CurlURL {
+    private let handle: OpaquePointer
+
+    init?(_ text: String) {
+        handle = curl_url()
+        guard curl_url_set(handle, CURLUPART_URL, text, 0) == CURLUE_OK else { return nil }
+    }
+
+    deinit { curl_url_cleanup(handle) }
+
+    /// `reference` (absolute, or relative to this URL) as an absolute URL.
+    func resolving(_ reference: String) -> CurlURL? {
+        guard let base = text, let resolved = CurlURL(base), curl_url_set(resolved.handle, CURLUPART_URL, reference, 0) == CURLUE_OK else {
+            return nil
+        }
+        return resolved
+    }
+
+    var text: String? { part(CURLUPART_URL) }
+
+    var parts: RedirectPolicy.URLParts? {
+        guard let scheme = part(CURLUPART_SCHEME), let host = part(CURLUPART_HOST),
+            let port = part(CURLUPART_PORT, flags: UInt32(CURLU_DEFAULT_PORT)).flatMap({ Int($0) })
+        else { return nil }
+        return RedirectPolicy.URLParts(scheme: scheme, host: host, port: port)
+    }
+
+    private func part(_ which: CURLUPart, flags: UInt32 = 0) -> String? {
+        var value: UnsafeMutablePointer<CChar>?
+        guard curl_url_get(handle, which, &value, flags) == CURLUE_OK, let value else { return nil }
+        defer { curl_free(value) }
+        return String(cString: value)
     }
 }

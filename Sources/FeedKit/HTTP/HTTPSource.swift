@@ -6,10 +6,18 @@ import Synchronization
 ///
 /// - Network errors, timeouts, HTTP 5xx and 429 are transient (retried with backoff); 429 and 503
 ///   carry their `Retry-After`.
-/// - Other 4xx statuses and bodies that are not JSON are rejections (retried at the slowest rate).
+/// - Other 4xx statuses, 3xx statuses (a redirect not followed) and bodies that are not JSON are
+///   rejections (retried at the slowest rate).
+/// - `304 Not Modified` answers a conditional GET (``get(_:ifChangedSince:)``) with nil.
 public struct HTTPSource: Sendable {
     public let transport: any HTTPTransport
     public let timeout: Duration
+    /// Sent with every request; `Accept: application/json` unless an adapter says otherwise.
+    public var headers: [String: String] = ["Accept": "application/json"]
+    /// Sent as a bearer token with every request (see ``HTTPRequest/bearerToken``); never logged.
+    public var bearerToken: String?
+    /// Which redirects are followed: `follow_redirects`, same host only unless configured.
+    public var redirects: RedirectPolicy = .sameHost
 
     public init(transport: any HTTPTransport, timeout: Duration) {
         self.transport = transport
@@ -18,9 +26,37 @@ public struct HTTPSource: Sendable {
 
     /// GETs `url` and returns its response, throwing ``SourceError`` for any failure or non-2xx status.
     public func get(_ url: URL) async throws(SourceError) -> HTTPResponse {
+        try await send(url, extraHeaders: [:], acceptNotModified: false)!
+    }
+
+    /// GETs `url`, asking the server to answer `304 Not Modified` if it has not changed since the
+    /// response `validators` came from; returns nil for that answer, and is ``get(_:)`` when
+    /// `validators` is nil.
+    public func get(_ url: URL, ifChangedSince validators: HTTPValidators?) async throws(SourceError) -> HTTPResponse? {
+        try await send(url, extraHeaders: validators?.requestHeaders ?? [:], acceptNotModified: validators != nil)
+    }
+
+    /// GETs `url` and parses its body as JSON; a body that does not parse is a rejection.
+    public func getJSON(_ url: URL) async throws(SourceError) -> JSONValue {
+        try Self.json(in: try await get(url), from: url)
+    }
+
+    /// A response's body as JSON; a body that does not parse is a rejection naming `url`.
+    public static func json(in response: HTTPResponse, from url: URL) throws(SourceError) -> JSONValue {
+        do {
+            return try JSONValue(parsing: response.body)
+        } catch {
+            throw SourceError.rejected("the body from \(url.absoluteString) is not valid JSON (\(error.description))")
+        }
+    }
+
+    private func send(_ url: URL, extraHeaders: [String: String], acceptNotModified: Bool) async throws(SourceError) -> HTTPResponse? {
+        let request = HTTPRequest(
+            url: url, headers: headers.merging(extraHeaders) { _, conditional in conditional }, bearerToken: bearerToken,
+            redirects: redirects)
         let response: HTTPResponse
         do {
-            response = try await withDeadline { try await transport.get(url, timeout: timeout) }
+            response = try await withDeadline { [transport, timeout] in try await transport.send(request, timeout: timeout) }
         } catch is DeadlineExceeded {
             throw SourceError.transient("GET \(url.absoluteString): no response within \(timeout.wholeMilliseconds) ms")
         } catch let error as SourceError {
@@ -33,6 +69,11 @@ public struct HTTPSource: Sendable {
         switch response.status {
         case 200..<300:
             return response
+        case 304 where acceptNotModified:
+            return nil
+        case 300..<400 where redirects == .never:
+            let location = response.headers["location"].map { " to \($0)" } ?? ""
+            throw SourceError.rejected("HTTP \(response.status) from \(url.absoluteString)\(location), not followed (follow_redirects = \"never\")")
         case 429, 503:
             let retryAfter = response.headers["retry-after"].flatMap(Self.retryAfter)
             throw SourceError.transient("HTTP \(response.status) from \(url.absoluteString)", retryAfter: retryAfter)
@@ -40,16 +81,6 @@ public struct HTTPSource: Sendable {
             throw SourceError.transient("HTTP \(response.status) from \(url.absoluteString)")
         default:
             throw SourceError.rejected("HTTP \(response.status) from \(url.absoluteString)")
-        }
-    }
-
-    /// GETs `url` and parses its body as JSON; a body that does not parse is a rejection.
-    public func getJSON(_ url: URL) async throws(SourceError) -> JSONValue {
-        let response = try await get(url)
-        do {
-            return try JSONValue(parsing: response.body)
-        } catch {
-            throw SourceError.rejected("the body from \(url.absoluteString) is not valid JSON (\(error.description))")
         }
     }
 

@@ -1,9 +1,29 @@
 import Foundation
 
+/// One HTTP GET as an adapter asks for it.
+public struct HTTPRequest: Sendable, Hashable {
+    public var url: URL
+    /// Header fields to send, by name (`Accept`, `If-None-Match`, a feed's `headers` table).
+    public var headers: [String: String]
+    /// Sent as `Authorization: Bearer …` through libcurl's own bearer authentication, which never
+    /// sends it on to another host after a redirect.
+    public var bearerToken: String?
+    /// Which redirects are followed.
+    public var redirects: RedirectPolicy
+
+    public init(url: URL, headers: [String: String] = [:], bearerToken: String? = nil, redirects: RedirectPolicy = .sameHost) {
+        self.url = url
+        self.headers = headers
+        self.bearerToken = bearerToken
+        self.redirects = redirects
+    }
+}
+
 /// An HTTP response as adapters see it.
 public struct HTTPResponse: Sendable {
     public let status: Int
-    /// Header fields with lowercased names.
+    /// Header fields with lowercased names; a field sent several times (`Link`) is joined with
+    /// ", ", as HTTP allows.
     public let headers: [String: String]
     public let body: [UInt8]
 
@@ -12,10 +32,38 @@ public struct HTTPResponse: Sendable {
         self.headers = headers
         self.body = body
     }
+
+    /// What to send when asking later whether the resource changed; nil when the server gave
+    /// neither an `ETag` nor a `Last-Modified`.
+    public var validators: HTTPValidators? {
+        HTTPValidators(entityTag: headers["etag"], lastModified: headers["last-modified"])
+    }
+}
+
+/// A response's `ETag` and `Last-Modified`: sent back as `If-None-Match` and `If-Modified-Since`
+/// so that a server whose resource has not changed answers `304 Not Modified` with no body.
+public struct HTTPValidators: Sendable, Hashable {
+    public let entityTag: String?
+    public let lastModified: String?
+
+    public init?(entityTag: String?, lastModified: String?) {
+        guard entityTag != nil || lastModified != nil else { return nil }
+        self.entityTag = entityTag
+        self.lastModified = lastModified
+    }
+
+    /// The conditional request's header fields.
+    public var requestHeaders: [String: String] {
+        var headers: [String: String] = [:]
+        headers["If-None-Match"] = entityTag
+        headers["If-Modified-Since"] = lastModified
+        return headers
+    }
 }
 
 /// Performs HTTP GETs: the seam between network adapters and the network.
 public protocol HTTPTransport: Sendable {
-    /// GETs `url`; throws for transport failures (no connection, reset, timeout), not for HTTP statuses.
-    func get(_ url: URL, timeout: Duration) async throws -> HTTPResponse
+    /// GETs `request.url`; throws for transport failures (no connection, reset, timeout) and for a
+    /// redirect its policy refuses, not for HTTP statuses.
+    func send(_ request: HTTPRequest, timeout: Duration) async throws -> HTTPResponse
 }

@@ -1,0 +1,202 @@
+import FeedKit
+import Foundation
+
+/// The `http` adapter: any paged JSON API (SPEC §9).
+///
+/// The URL template pages by `{page}` (1, 2, 3 …), `{offset}` ((page - 1) × `page_size`) or
+/// `{cursor}` (empty on page 1, then the `next` value of the page before); without a placeholder,
+/// page 1 is the URL itself and later pages are wherever `next` points. `items` is the dot path of
+/// the item array (`""`: the body is the array), `id` the dot path of an item's id (else a hash of
+/// the item), and `next` the dot path of the next cursor (or, without `{cursor}`, of the next
+/// page's URL, or with `{page}`/`{offset}` of anything that is not null, false or "" while more
+/// pages follow), or `"link"` for the `Link: <…>; rel="next"` header.
+///
+/// The feed ends at an empty page, a missing `next` value or a response without a next link.
+/// With `poll` it never ends: an empty last page is asked for again every `poll`, and after a
+/// last page with items that page is, until it names a next page; each such look is a
+/// conditional GET, and a `304` publishes nothing.
+///
+/// Options: `url` (required), `items`, `id`, `next`, `page_size` (for `{offset}`, default 20),
+/// `headers` (a table of header fields), `bearer_token_file` (read here, when the feed is
+/// configured, so again on every reload; never logged), `follow_redirects`.
+public struct HTTPJSONSource: SourceAdapter {
+    public static let sourceName = "http"
+
+    /// How a page says a next page follows.
+    enum NextRule: Sendable {
+        /// Only an empty page ends the feed (`{page}` or `{offset}`).
+        case none
+        /// The `Link` header's `rel="next"` target.
+        case link
+        /// A dot path into the body.
+        case path(DotPath)
+    }
+
+    let template: URLTemplate
+    let itemsPath: DotPath
+    let idPath: DotPath?
+    let next: NextRule
+    let polls: Bool
+    let http: HTTPSource
+    let tokenFile: String?
+    let revalidation = RevalidationMemory()
+
+    public init(options: AdapterOptions, context: AdapterContext) throws {
+        let pageSize = try options.integer("page_size", in: 1...100_000) ?? 20
+        template = try URLTemplate(try options.requiredString("url"), pageSize: pageSize, options: options)
+        itemsPath = try Self.dotPath(options, "items") ?? DotPath("")!
+        idPath = try Self.dotPath(options, "id")
+        next = try Self.nextRule(options)
+        switch (template.paging, next) {
+        case (.cursor, .none), (.cursor, .link):
+            throw options.invalid("next", "must be the dot path of the next cursor, since url has {cursor}")
+        default:
+            break
+        }
+        polls = context.pollInterval != nil
+        var http = try context.http(options)
+        http.headers = try Self.headers(options)
+        tokenFile = try options.string("bearer_token_file")
+        if let tokenFile { http.bearerToken = try BearerTokenFile.read(tokenFile, options: options) }
+        self.http = http
+    }
+
+    public var pageAddressing: PageAddressing {
+        switch template.paging {
+        case .page, .offset: return .direct
+        case .cursor, .none: return .sequential
+        }
+    }
+
+    public func fetch(_ request: PageRequest) async throws -> FetchResult {
+        var location: PageLocation
+        switch PageToken(request, firstPage: template.firstPage) {
+        case .at(let given):
+            location = given
+        case .recheck(let previous):
+            guard let page = try await page(at: previous, generation: request.generation), !page.items.isEmpty, let following = page.next else {
+                return .notYet
+            }
+            location = following
+        }
+        guard let page = try await page(at: location, generation: request.generation) else { return .notYet }
+        if page.items.isEmpty { return polls ? .notYet : .page([], next: .end) }
+        guard let following = page.next else {
+            return .page(page.items, next: polls ? .more(token: PageToken.recheck(previous: location).text) : .end)
+        }
+        return .page(page.items, next: .more(token: PageToken.at(following).text))
+    }
+
+    /// One page's items and where the next one is (nil: none follows); nil when a conditional GET
+    /// of a page that ended the feed answers that it has not changed.
+    private func page(at location: PageLocation, generation: Int) async throws(SourceError) -> (items: [Item], next: PageLocation?)? {
+        guard let url = template.url(for: location) else {
+            throw SourceError.rejected("the next page's URL \(location) is not a URL")
+        }
+        let validators = polls ? revalidation.validators(for: url, generation: generation) : nil
+        var http = http
+        if let tokenFile { http.bearerToken = BearerTokenFile.token(in: tokenFile) ?? http.bearerToken }
+        guard let response = try await http.get(url, ifChangedSince: validators) else { return nil }
+        let body = try HTTPSource.json(in: response, from: url)
+        let items = try Self.items(in: body, at: itemsPath, ids: idPath, from: url)
+        let following = try nextLocation(after: location, body: body, response: response, url: url)
+        if polls, items.isEmpty || following == nil { revalidation.remember(response, from: url, generation: generation) }
+        return (items, following)
+    }
+
+    /// The items of a page body: the array at `path`, each with its id at `ids` (else a hash of it).
+    /// A body without an array there is rejected, naming the URL and the path.
+    public static func items(in body: JSONValue, at path: DotPath, ids: DotPath?, from url: URL) throws(SourceError) -> [Item] {
+        guard let entries = path.value(in: body)?.arrayValue else {
+            throw SourceError.rejected("the body from \(url.absoluteString) has no array at items = \"\(path)\"")
+        }
+        return entries.map { entry in
+            let id = ids?.value(in: entry)
+            return id == .string("") ? Item(hashing: entry) : Item(id: id, data: entry)
+        }
+    }
+
+    /// Where the page after the one at `location` is, by the `next` rule; nil when none follows.
+    /// A next page that is the page itself (a cursor or link pointing back) also ends the feed,
+    /// instead of repeating that page forever.
+    private func nextLocation(after location: PageLocation, body: JSONValue, response: HTTPResponse, url: URL) throws(SourceError) -> PageLocation? {
+        let following: PageLocation?
+        switch next {
+        case .none:
+            following = location.numbered { .number($0 + 1) }
+        case .link:
+            guard let target = response.headers["link"].flatMap({ LinkHeader($0).target(relation: "next") }) else { return nil }
+            if let numbered = location.numbered({ .number($0 + 1) }) { return numbered }
+            following = .url(try Self.resolve(target, against: url, what: "the Link rel=\"next\" target"))
+        case .path(let path):
+            guard let value = path.value(in: body), value != .null, value != .bool(false), value != .string("") else { return nil }
+            if let numbered = location.numbered({ .number($0 + 1) }) { return numbered }
+            let text: String
+            switch value {
+            case .string(let string): text = string
+            case .integer(let integer): text = String(integer)
+            default:
+                throw SourceError.rejected("the body from \(url.absoluteString) has \(value.typeDescription) at next = \"\(path)\", not a cursor")
+            }
+            following = template.paging == .cursor ? .cursor(text) : .url(try Self.resolve(text, against: url, what: "the next URL at \"\(path)\""))
+        }
+        return following == location ? nil : following
+    }
+
+    /// `reference` made absolute against the URL of the page that named it; it must be http(s).
+    private static func resolve(_ reference: String, against url: URL, what: String) throws(SourceError) -> String {
+        guard let resolved = URL(string: reference, relativeTo: url)?.absoluteURL, ["http", "https"].contains(resolved.scheme ?? ""),
+            resolved.host != nil
+        else {
+            throw SourceError.rejected("\(what) \"\(reference)\" from \(url.absoluteString) is not an http(s) URL")
+        }
+        return resolved.absoluteString
+    }
+
+    private static func dotPath(_ options: AdapterOptions, _ key: String) throws(OptionError) -> DotPath? {
+        guard let text = try options.string(key) else { return nil }
+        guard let path = DotPath(text) else {
+            throw options.invalid(key, "\"\(text)\" is not a dot path (names and array indexes between dots, such as \"data.0.id\")")
+        }
+        return path
+    }
+
+    private static func nextRule(_ options: AdapterOptions) throws(OptionError) -> NextRule {
+        if try options.string("next") == "link" { return .link }
+        return try dotPath(options, "next").map(NextRule.path) ?? .none
+    }
+
+    /// `Accept: application/json` and the `headers` table, whose names must be HTTP tokens and
+    /// whose values may not break a line.
+    private static func headers(_ options: AdapterOptions) throws(OptionError) -> [String: String] {
+        var headers = ["Accept": "application/json"]
+        guard let value = options.value("headers") else { return headers }
+        guard let table = value.objectValue else { throw options.invalid("headers", "expected a table of strings, got \(value.typeDescription)") }
+        for (name, value) in table.sorted(by: { $0.key < $1.key }) {
+            guard let text = value.stringValue else {
+                throw options.invalid("headers", "\(name): expected a string, got \(value.typeDescription)")
+            }
+            guard !name.isEmpty, name.utf8.allSatisfy(Self.isTokenCharacter) else {
+                throw options.invalid("headers", "\"\(name)\" is not a header field name")
+            }
+            guard !text.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) else {
+                throw options.invalid("headers", "\(name): a header value may not hold a line break or another control character")
+            }
+            if name.lowercased() == "accept" { headers["Accept"] = nil }
+            headers[name] = text
+        }
+        return headers
+    }
+
+    private static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        (0x21...0x7E).contains(byte) && !Array("\"(),/:;<=>?@[\\]{}".utf8).contains(byte)
+    }
+}
+
+extension PageLocation {
+    /// `transform` of the page number, for pages addressed by number; nil for the others.
+    func numbered(_ transform: (Int) -> PageLocation) -> PageLocation? {
+        if case .number(let page) = self { return transform(page) }
+        return nil
+    }
+}

@@ -1,0 +1,96 @@
+import FeedKit
+import Foundation
+
+/// The `rss` adapter: an RSS 2.0, RSS 1.0 (RDF) or Atom 1.0 document (SPEC §9).
+///
+/// Each item is `{"title","link","published","updated","summary","author","categories"}` (see
+/// ``FeedEntry``), with its id from `guid`, else `atom:id`, else `link`.
+///
+/// The first fetch pages the document's entries newest first (by `published`, else `updated`;
+/// entries without either follow, in document order). Without `poll` that is the whole feed, and
+/// its last page says `last`. With `poll`, the document is read again every `poll` with a
+/// conditional GET (a `304` costs nothing), and the entries never published before become new
+/// pages, newest first; an entry published once is never published again, even when the document
+/// re-orders or edits it (see ``PublishedEntries`` for the memory that takes).
+///
+/// Pages are numbered by batch: the token `"B.P"` is page P of batch B, the entries one look at
+/// the document found new. Page 1 is batch 1, page 1.
+///
+/// Options: `url` (required), `page_size` (default 20), `follow_redirects`.
+public struct RSSSource: SourceAdapter {
+    public static let sourceName = "rss"
+
+    let url: URL
+    let pageSize: Int
+    let polls: Bool
+    let http: HTTPSource
+    let published: PublishedEntries
+    let revalidation = RevalidationMemory()
+
+    public init(options: AdapterOptions, context: AdapterContext) throws {
+        let text = try options.requiredString("url")
+        guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw options.invalid("url", "\"\(text)\" is not an http(s) URL")
+        }
+        self.url = url
+        pageSize = try options.integer("page_size", in: 1...100_000) ?? 20
+        polls = context.pollInterval != nil
+        var http = try context.http(options)
+        http.headers = ["Accept": "application/rss+xml, application/atom+xml, application/rdf+xml;q=0.9, application/xml;q=0.8, text/xml;q=0.8, */*;q=0.1"]
+        self.http = http
+        // Without poll the document is read once and nothing is remembered between reads.
+        published = PublishedEntries(directory: polls ? context.stateDirectory : nil, logger: context.logger)
+    }
+
+    public func fetch(_ request: PageRequest) async throws -> FetchResult {
+        let (batchNumber, page) = Self.position(of: request.token)
+        let generation = request.generation
+        var batch = published.batch(batchNumber, generation: generation)
+        if batch == nil {
+            guard let entries = try await readDocument(generation: generation) else { return .notYet }
+            let fresh = published.makeBatch(batchNumber, of: entries, generation: generation)
+            guard !fresh.isEmpty else { return polls ? .notYet : .page([], next: .end) }
+            batch = fresh
+        }
+        let items = batch!
+        let pageCount = (items.count + pageSize - 1) / pageSize
+        guard page <= pageCount else { return polls ? .notYet : .page([], next: .end) }
+        let pageItems = Array(items[(page - 1) * pageSize..<min(items.count, page * pageSize)])
+        if polls { published.published(pageItems, generation: generation) }
+        if page < pageCount { return .page(pageItems, next: .more(token: "\(batchNumber).\(page + 1)")) }
+        return .page(pageItems, next: polls ? .more(token: "\(batchNumber + 1).1") : .end)
+    }
+
+    /// The document's items, newest first; nil when a poll finds it unchanged (`304`).
+    private func readDocument(generation: Int) async throws(SourceError) -> [Item]? {
+        let validators = polls ? revalidation.validators(for: url, generation: generation) : nil
+        guard let response = try await http.get(url, ifChangedSince: validators) else { return nil }
+        let entries: [FeedEntry]
+        do {
+            entries = try FeedDocument.entries(in: response.body)
+        } catch {
+            throw SourceError.rejected("the document from \(url.absoluteString) is \(error.description)")
+        }
+        if polls { revalidation.remember(response, from: url, generation: generation) }
+        return Self.newestFirst(entries).map(\.item)
+    }
+
+    /// By `published`, else `updated`, newest first; undated entries last, in document order.
+    public static func newestFirst(_ entries: [FeedEntry]) -> [FeedEntry] {
+        entries.enumerated().sorted { first, second in
+            switch (first.element.time, second.element.time) {
+            case (let a?, let b?) where a != b: return a > b
+            case (.some, nil): return true
+            case (nil, .some): return false
+            default: return first.offset < second.offset
+            }
+        }.map(\.element)
+    }
+
+    /// `"B.P"`: batch B, page P; nil (page 1) is batch 1, page 1.
+    private static func position(of token: String?) -> (batch: Int, page: Int) {
+        let parts = token?.split(separator: ".").compactMap { Int($0) } ?? []
+        guard parts.count == 2, parts[0] >= 1, parts[1] >= 1 else { return (1, 1) }
+        return (parts[0], parts[1])
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+
+/// Which HTTP redirects a feed follows: the feed key `follow_redirects`.
+///
+/// At most ``maximumHops`` redirects are followed, over http and https only. The default,
+/// ``sameHost``, keeps a feed on the host its config names, so a compromised or careless
+/// upstream cannot point feedd at another machine or at a port on the loopback interface.
+public enum RedirectPolicy: String, Sendable, Hashable, CaseIterable {
+    /// A `3xx` is the answer: it is reported like any other unexpected status.
+    case never
+    /// Redirects to the same host and port only; `http://host` to `https://host` (an upgrade to
+    /// TLS on the default ports) counts as the same host.
+    case sameHost = "same_host"
+    /// Redirects to any host.
+    case anyHost = "any_host"
+
+    /// The most redirects one request follows.
+    public static let maximumHops = 5
+
+    /// Whether a redirect from `origin` (the URL the request was made for) to `target` is allowed.
+    public func allows(from origin: URLParts, to target: URLParts) -> Bool {
+        switch self {
+        case .never: return false
+        case .anyHost: return true
+        case .sameHost:
+            guard origin.host.lowercased() == target.host.lowercased() else { return false }
+            if origin.scheme == target.scheme { return origin.port == target.port }
+            return origin.scheme == "http" && origin.port == 80 && target.scheme == "https" && target.port == 443
+        }
+    }
+
+    /// The parts of a URL the policy compares, with the scheme's default port filled in.
+    public struct URLParts: Sendable, Hashable {
+        public let scheme: String
+        public let host: String
+        public let port: Int
+
+        public init(scheme: String, host: String, port: Int) {
+            self.scheme = scheme.lowercased()
+            self.host = host
+            self.port = port
+        }
+    }
+}
+
+extension AdapterContext {
+    /// The shared HTTP layer with this feed's timeout and its `follow_redirects` option (read from
+    /// `options`, so a network adapter accepts that key by calling this).
+    public func http(_ options: AdapterOptions) throws(OptionError) -> HTTPSource {
+        var source = http
+        if let name = try options.string("follow_redirects") {
+            guard let policy = RedirectPolicy(rawValue: name) else {
+                let names = RedirectPolicy.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
+                throw options.invalid("follow_redirects", "\"\(name)\" is not a redirect policy (\(names))")
+            }
+            source.redirects = policy
+        }
+        return source
+    }
+}
