@@ -40,6 +40,7 @@ public final class Feed {
     public private(set) var health: FeedHealth = .ok
     public private(set) var fetchedPages = 0
     public private(set) var upstreamRequests = 0
+    public internal(set) var counters = FeedCounters()
 
     init(definition: FeedDefinition, store: ConsumerStore?, encoder: any PageEncoder, logger: Logger) {
         settings = definition.settings
@@ -125,6 +126,7 @@ public final class Feed {
                 if subscription.pendingNexts[0].remaining == 0 { subscription.pendingNexts.removeFirst() }
             }
             subscription.position = number
+            counters.pagesDelivered += 1
             subscription.send(.page(page, replyTo: replyTo))
         }
     }
@@ -285,10 +287,13 @@ public final class Feed {
 
     private func startFetch(page number: Int, request: PageRequest) {
         upstreamRequests += 1
+        counters.upstreamRequests += 1
         let fetch = PageFetch(
             adapter: adapter, encoder: encoder, feed: name, generation: generation, number: number, request: request, wrap: settings.wrap)
         upstreamTask = Task {
+            let started = ContinuousClock.now
             let result = await fetch.run()
+            self.counters.upstreamDuration.record(since: started)
             self.finishFetch(fetch, result: result)
         }
     }
@@ -314,6 +319,7 @@ public final class Feed {
     private func store(_ page: Page, next: NextPage, request: PageRequest) {
         let number = page.number
         fetchedPages += 1
+        counters.pagesFetched += 1
         if caughtUpAt == number { caughtUpAt = nil }
         switch next {
         case .more(let token):
@@ -346,6 +352,7 @@ public final class Feed {
     private func fail(page number: Int, error: any Error) {
         let sourceError = error as? SourceError ?? .transient(String(describing: error))
         failedAttempts += 1
+        counters.upstreamErrors += 1
         let delay = retryDelay(for: sourceError)
         let state: FeedHealth.State = sourceError.kind == .rejected ? .failing : .retrying
         setHealth(FeedHealth(state: state, lastError: sourceError.message))

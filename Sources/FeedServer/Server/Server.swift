@@ -13,6 +13,9 @@ public final class Server {
     private var listeningDescriptor: Int32 = -1
     private var listener: EventLoop.Registration?
     private var connections: [ObjectIdentifier: Connection] = [:]
+    private var connectionsAccepted = 0
+    /// What connections that have closed wrote; the live ones count their own.
+    private var bytesSentByClosedConnections = 0
     private var isShuttingDown = false
     private var onDrained: (() -> Void)?
     /// One read buffer for every connection: reads are handled one at a time on the main actor.
@@ -84,6 +87,7 @@ public final class Server {
         logger.info("client connected: \(peerText)")
         let connection = Connection(descriptor: descriptor, peer: peer, server: self)
         connections[ObjectIdentifier(connection)] = connection
+        connectionsAccepted += 1
         connection.start(greeting: Message.hello(feeds: directory.names))
         onClientsChange?()
     }
@@ -96,6 +100,7 @@ public final class Server {
 
     func connectionClosed(_ connection: Connection) {
         connections[ObjectIdentifier(connection)] = nil
+        bytesSentByClosedConnections += connection.bytesSent
         onClientsChange?()
         if isShuttingDown, connections.isEmpty, let onDrained {
             self.onDrained = nil
@@ -170,6 +175,10 @@ public final class Server {
             forget(consumer, of: name, for: connection, id: id)
         case .status:
             connection.send(statusLine(id: id))
+        case .metrics:
+            var line = Message(type: "metrics")
+            line.field("text", metrics.text)
+            connection.send(line.line(replyTo: id))
         case .ping:
             connection.send(Message.simple("pong", id: id))
         case .quit:
@@ -227,6 +236,18 @@ public final class Server {
         line.field("feed", feed)
         line.field("consumer", consumer)
         connection.send(line.line(replyTo: id))
+    }
+
+    /// The figures for `{"op":"metrics"}` and `daemon.metrics_file`.
+    public var metrics: MetricsSnapshot {
+        MetricsSnapshot(
+            clients: connections.count, connectionsAccepted: connectionsAccepted,
+            bytesSent: bytesSentByClosedConnections + connections.values.reduce(0) { $0 + $1.bytesSent },
+            feeds: directory.names.compactMap { name in
+                directory[name].map { feed in
+                    MetricsSnapshot.FeedFigures(name: name, counters: feed.counters, cachedPages: feed.cachedPages, subscribers: feed.subscriberCount)
+                }
+            })
     }
 
     private func statusLine(id: JSONValue?) -> [UInt8] {
