@@ -17,6 +17,9 @@ final class Daemon {
     /// The running feeds and the server; both exist from start-up on (nil only before).
     private var directory: FeedDirectory?
     private var server: Server?
+    private var metricsFileWriter: MetricsFileWriter?
+    /// The running configuration's `daemon.metrics_file`, changed by a reload.
+    private var metricsFile: String?
     /// The socket file this process created, removed again at exit; a socket systemd passed is not ours.
     private var ownedSocketPath: String?
     private var lastStatus = ""
@@ -61,6 +64,9 @@ final class Daemon {
         server.start(listeningOn: listeningDescriptor)
         directory.onChange = { [unowned self] in self.publishStatus() }
         server.onClientsChange = { [unowned self] in self.publishStatus() }
+        metricsFile = configuration.daemon.metricsFile
+        metricsFileWriter = MetricsFileWriter(server: server, logger: logger) { [unowned self] in self.metricsFile }
+        metricsFileWriter?.start()
 
         startWatchdog()
         notifier.ready()
@@ -142,6 +148,7 @@ final class Daemon {
             let configuration = try configLoading.load(explicitPath: configPath)
             sink.setMinimumLevel(configuration.daemon.logLevel)
             server.settings = ServerSettings(daemon: configuration.daemon)
+            metricsFile = configuration.daemon.metricsFile
             reloadProblem = nil
             directory?.apply(configuration.feeds)
             logger.notice("configuration reloaded: \(configuration.feeds.count) feeds")

@@ -17,6 +17,8 @@ public struct DaemonSettings: Sendable, Equatable {
     public var allowUIDs: [UInt32] = []
     public var allowGroups: [String] = []
     public var logLevel: LogLevel = .info
+    /// Where the metrics' OpenMetrics text is rewritten every 15 s, for node_exporter; nil writes none.
+    public var metricsFile: String?
 
     public init() {}
 }

@@ -100,6 +100,7 @@ public struct ConfigurationLoader: Sendable {
         read { settings.maxSubscriptions = try table.integer("max_subscriptions", in: 1...100_000) ?? settings.maxSubscriptions }
         read { settings.stallTimeout = try positive(table, "stall_timeout") ?? settings.stallTimeout }
         read { settings.socketGroup = try table.string("socket_group") }
+        read { settings.metricsFile = try table.string("metrics_file") }
         read { settings.allowGroups = try table.stringArray("allow_groups") ?? [] }
         read {
             guard let mode = try table.string("socket_mode") else { return }
