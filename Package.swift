@@ -73,6 +73,7 @@ let package = Package(
         .testTarget(name: "ExecAdapterTests", dependencies: ["ExecAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedKit", "FileAdapter"]),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
+        .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport", "FeedKit"]),
         .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit"]),
     ],
     cxxLanguageStandard: .cxx17

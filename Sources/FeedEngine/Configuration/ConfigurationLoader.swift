@@ -167,7 +167,7 @@ public struct ConfigurationLoader: Sendable {
         settings.options = values.filter { !daemonKeys.contains($0.key) }
         let options = AdapterOptions(feed: name, values: settings.options)
         let context = AdapterContext(
-            feed: name, requestTimeout: settings.timeout, pollInterval: settings.poll, logger: logger.labelled("feed \(name)"))
+            feed: name, requestTimeout: settings.timeout, pollInterval: settings.poll, logger: logger.forFeed(name))
         let adapter: any SourceAdapter
         do {
             adapter = try adapterType.init(options: options, context: context)

@@ -47,7 +47,7 @@ public final class Feed {
         adapter = definition.adapter
         self.encoder = encoder
         self.store = store
-        self.logger = logger.labelled("feed \(definition.settings.name)")
+        self.logger = logger.forFeed(definition.settings.name)
         generation = store?.generations[definition.settings.name] ?? 1
         sourceCursors[1] = PageRequest(page: 1, token: nil, generation: generation)
     }

@@ -256,7 +256,7 @@ final class Connection: SubscriptionOutput {
         Task { [weak self] in
             try? await Task.sleep(for: timeout)
             guard let self, !self.isClosed, self.stalledSince == since else { return }
-            self.server.logger.warning("disconnecting \(self.peerDescription): it read nothing for \(timeout.wholeMilliseconds / 1000) s")
+            self.server.logger(for: self.peer).warning("disconnecting \(self.peerDescription): it read nothing for \(timeout.wholeMilliseconds / 1000) s")
             self.output.append(SharedBytes(Message.error(.tooSlow, "disconnected: no output read for \(timeout.wholeMilliseconds) ms")))
             _ = self.output.flush(to: self.descriptor)
             self.close()

@@ -71,7 +71,7 @@ public final class Server {
         let peer = UnixSocket.peerCredentials(of: descriptor)
         let peerText = peer?.description ?? "an unknown peer"
         if let peer, !settings.access.allows(peer) {
-            logger.warning("refused connection from \(peerText): not in allow_uids or allow_groups")
+            logger(for: peer).warning("refused connection from \(peerText): not in allow_uids or allow_groups")
             refuse(descriptor, Message.error(.forbidden, "uid \(peer.uid) may not use this socket"))
             return
         }
@@ -80,11 +80,11 @@ public final class Server {
             return
         }
         if connections.count >= settings.maxClients {
-            logger.warning("refused connection from \(peerText): max_clients (\(settings.maxClients)) reached")
+            logger(for: peer).warning("refused connection from \(peerText): max_clients (\(settings.maxClients)) reached")
             refuse(descriptor, Message.error(.tooManyClients, "the server already has \(settings.maxClients) clients"))
             return
         }
-        logger.info("client connected: \(peerText)")
+        logger(for: peer).info("client connected: \(peerText)")
         let connection = Connection(descriptor: descriptor, peer: peer, server: self)
         connections[ObjectIdentifier(connection)] = connection
         connectionsAccepted += 1
@@ -96,6 +96,11 @@ public final class Server {
     private func refuse(_ descriptor: Int32, _ line: [UInt8]) {
         _ = line.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         close(descriptor)
+    }
+
+    /// The logger for records about a client: they carry its pid and uid (SPEC §10).
+    func logger(for peer: PeerCredentials?) -> Logger {
+        peer.map { logger.with(LogFields(peerPID: $0.pid, peerUID: $0.uid)) } ?? logger
     }
 
     func connectionClosed(_ connection: Connection) {
@@ -155,7 +160,7 @@ public final class Server {
             do {
                 try subscription.acknowledge(through: page)
             } catch {
-                logger.error("feed \(name): \(error)")
+                logger.forFeed(name).error("\(error)")
                 connection.send(Message.error(.badRequest, "the cursor could not be stored: \(error)", feed: name, id: id))
                 return
             }
@@ -200,7 +205,7 @@ public final class Server {
         do {
             subscription = try feed.subscribe(output: connection, consumer: consumer, after: start, follows: follow)
         } catch {
-            logger.error("feed \(feed.name): \(error)")
+            logger.forFeed(feed.name).error("\(error)")
             connection.send(Message.error(.badRequest, "the consumer's cursor could not be stored: \(error)", feed: feed.name, id: id))
             return nil
         }
@@ -231,7 +236,7 @@ public final class Server {
             connection.send(Message.error(.badRequest, "the consumer could not be forgotten: \(error)", feed: feed, id: id))
             return
         }
-        logger.notice("feed \(feed): consumer \(consumer) forgotten")
+        logger.forFeed(feed).notice("consumer \(consumer) forgotten")
         var line = Message(type: "forgotten")
         line.field("feed", feed)
         line.field("consumer", consumer)
