@@ -101,6 +101,7 @@ let package = Package(
         // Writes to a state store until killed; FeedStateTests kill it with SIGKILL mid-commit.
         .executableTarget(name: "feedd-state-torture", dependencies: ["FeedState", "FeedKit"], path: "Tests/StateTorture"),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
+        .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport", "FeedKit"]),
         .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit"]),
     ],
     cxxLanguageStandard: .cxx17

@@ -20,6 +20,9 @@ final class Daemon {
     private var directory: FeedDirectory?
     private var server: Server?
     private var store: StateStore?
+    private var metricsFileWriter: MetricsFileWriter?
+    /// The running configuration's `daemon.metrics_file`, changed by a reload.
+    private var metricsFile: String?
     /// The socket file this process created, removed again at exit; a socket systemd passed is not ours.
     private var ownedSocketPath: String?
     private var lastStatus = ""
@@ -76,6 +79,9 @@ final class Daemon {
         server.start(listeningOn: listeningDescriptor)
         directory.onChange = { [unowned self] in self.publishStatus() }
         server.onClientsChange = { [unowned self] in self.publishStatus() }
+        metricsFile = configuration.daemon.metricsFile
+        metricsFileWriter = MetricsFileWriter(server: server, logger: logger) { [unowned self] in self.metricsFile }
+        metricsFileWriter?.start()
 
         startWatchdog()
         prepareDispatchTimers()
@@ -214,6 +220,7 @@ final class Daemon {
         case .success(let configuration):
             sink.setMinimumLevel(configuration.daemon.logLevel)
             server.settings = ServerSettings(daemon: configuration.daemon)
+            metricsFile = configuration.daemon.metricsFile
             reloadProblem = nil
             directory?.apply(configuration.feeds)
             logger.notice("configuration reloaded: \(configuration.feeds.count) feeds")

@@ -15,6 +15,8 @@ let usage = """
       follow FEED         print pages as they come, until the end of a finite feed
                           (exit 0) or until interrupted
       refresh FEED        start a new generation of FEED
+      metrics             the daemon's metrics, as OpenMetrics text
+      feeds               the names of the feeds, one a line
       ping                check that the daemon answers
 
     The socket is --socket, else $FEEDD_SOCKET, else the first that exists of
@@ -59,9 +61,11 @@ func defaultSocketPath() -> String {
 }
 
 let connection: FeedConnection
+let hello: JSONValue
 do {
     connection = try FeedConnection(path: socketPath ?? defaultSocketPath())
-    guard let hello = try connection.readMessage(), hello["type"] == "hello" else { fail("cannot reach feedd: no hello from the socket") }
+    guard let greeting = try connection.readMessage(), greeting["type"] == "hello" else { fail("cannot reach feedd: no hello from the socket") }
+    hello = greeting
 } catch {
     fail("cannot reach feedd: \(error)")
 }
@@ -163,6 +167,15 @@ case "refresh":
         print("\(feed): generation \(message["generation"]?.integerValue ?? 0)")
         return false
     }
+case "metrics":
+    exchange(["op": "metrics"]) { message in
+        guard message["type"] == "metrics" else { return true }
+        print(message["text"]?.stringValue ?? "", terminator: "")
+        return false
+    }
+case "feeds":
+    // The hello lists them; bash completion runs this.
+    for feed in hello["feeds"]?.arrayValue ?? [] { print(feed.stringValue ?? "") }
 case "ping":
     exchange(["op": "ping"]) { message in
         guard message["type"] == "pong" else { return true }

@@ -2,19 +2,7 @@
 # Runs inside the booted container (see run): installs feedd as the README says and checks what
 # systemd sees. Every line of the result file is one check; the last says pass or fail.
 set -uo pipefail
-result=/feedd-e2e.result
-failures=0
-: > "$result"
-check() {
-    local name=$1
-    shift
-    if "$@" >> /tmp/check-output 2>&1; then
-        echo "ok   $name" >> "$result"
-    else
-        echo "FAIL $name" >> "$result"
-        failures=$((failures + 1))
-    fi
-}
+source /opt/feedd/checks-lib.sh
 socket=/run/feedd/feedd.sock
 
 # The README's install command, as an administrator runs it.
@@ -70,7 +58,4 @@ check "journald has the daemon's lines" bash -c 'journalctl -b -u feedd.service 
 check "info lines are priority 6" bash -c 'journalctl -b -u feedd.service -p 6..6 -o cat | grep -q "listening on the socket passed by systemd"'
 check "notice lines are priority 5" bash -c 'journalctl -b -u feedd.service -p 5..5 -o cat | grep -q "stopped"'
 
-if [ "$failures" -eq 0 ]; then echo "RESULT: pass" >> "$result"; else
-    { echo "--- output"; cat /tmp/check-output; echo "--- journal"; journalctl -b -u feedd.service -o short-monotonic | tail -n 40; } >> "$result"
-    echo "RESULT: fail" >> "$result"
-fi
+finish

@@ -22,6 +22,8 @@ public struct DaemonSettings: Sendable, Equatable {
     /// config was loaded, so that admitting a client never reads the user database.
     public var allowGroupMemberUIDs: [UInt32] = []
     public var logLevel: LogLevel = .info
+    /// Where the metrics' OpenMetrics text is rewritten every 15 s, for node_exporter; nil writes none.
+    public var metricsFile: String?
 
     public init() {}
 }

@@ -119,6 +119,7 @@ public struct ConfigurationLoader: Sendable {
             settings.allowGIDs = groups.gids
             settings.allowGroupMemberUIDs = groups.memberUIDs
         }
+        read { settings.metricsFile = try table.string("metrics_file") }
         read {
             guard let mode = try table.string("socket_mode") else { return }
             guard let parsed = mode_t(mode, radix: 8), parsed <= 0o777 else {
@@ -239,7 +240,7 @@ public struct ConfigurationLoader: Sendable {
         settings.options = values.filter { !daemonKeys.contains($0.key) }
         let options = AdapterOptions(feed: name, values: settings.options)
         let context = AdapterContext(
-            feed: name, requestTimeout: settings.timeout, pollInterval: settings.poll, logger: logger.labelled("feed \(name)"),
+            feed: name, requestTimeout: settings.timeout, pollInterval: settings.poll, logger: logger.forFeed(name),
             transport: transport, stateDirectory: adapterStateRoot.map { "\($0)/\(name)" })
         let adapter: any SourceAdapter
         let values = settings.options

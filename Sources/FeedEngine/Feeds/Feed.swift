@@ -54,8 +54,10 @@ public final class Feed {
     private var deadlineWatch: (id: Int, task: Task<Void, Never>)?
 
     public private(set) var health: FeedHealth = .ok
-    public private(set) var fetchedPages = 0
-    public private(set) var upstreamRequests = 0
+    /// What the feed has done since it started, for `status` and the metrics.
+    public private(set) var counters = FeedCounters()
+    public var fetchedPages: Int { counters.pagesFetched }
+    public var upstreamRequests: Int { counters.upstreamRequests }
 
     init(
         definition: FeedDefinition, store: StateStore?, encoder: any PageEncoder, logger: Logger,
@@ -67,7 +69,7 @@ public final class Feed {
         self.encoder = encoder
         self.store = store
         self.clock = clock
-        self.logger = logger.labelled("feed \(definition.settings.name)")
+        self.logger = logger.forFeed(definition.settings.name)
         retryPolicy = RetryPolicy(maximumDelay: definition.settings.retryMaxDelay)
         if let jitter { retryPolicy.jitter = jitter }
         // The same generation goes on across a restart while what shapes its pages is the same
@@ -242,6 +244,7 @@ public final class Feed {
                 guard output.canTakePage else { return }
             }
             subscription.deliver(page)
+            counters.pagesDelivered += 1
         }
     }
 
@@ -462,7 +465,7 @@ public final class Feed {
 
     /// `jumped`: the page is asked for by its number alone, its predecessor never fetched.
     private func startFetch(page number: Int, request: PageRequest, jumped: Bool) {
-        upstreamRequests += 1
+        counters.upstreamRequests += 1
         let id = nextCallID()
         let fetch = PageFetch(
             adapter: adapter, encoder: encoder, feed: name, generation: generation, number: number, request: request, wrap: settings.wrap)
@@ -515,7 +518,9 @@ public final class Feed {
         switch upstream {
         case .fetching(let call) where call.id == id:
             upstream = .idle
-            logger.debug("page \(call.page): upstream answered in \((clock.now - startedAt).wholeMilliseconds) ms")
+            let duration = clock.now - startedAt
+            counters.upstreamDuration.record(duration)
+            logger.debug("page \(call.page): upstream answered in \(duration.wholeMilliseconds) ms")
             switch result {
             case .success(.page(let page, let next)):
                 store(page, next: next, request: call.request, jumped: call.jumped)
@@ -643,7 +648,7 @@ public final class Feed {
     // MARK: Outcomes
 
     private func store(_ page: Page, next: NextPage, request: PageRequest, jumped: Bool) {
-        fetchedPages += 1
+        counters.pagesFetched += 1
         paging.record(page: page.number, request: request, next: next, isEmpty: page.itemCount == 0, jumped: jumped)
         if !paging.isPastEnd(page.number) { cache.insert(page) }
         recovered()
@@ -660,6 +665,7 @@ public final class Feed {
     /// wait before trying again.
     private func recordFailure(page number: Int, error: SourceError) -> Duration {
         consecutiveFailures = min(consecutiveFailures + 1, 1_000)
+        counters.upstreamErrors += 1
         let delay = retryPolicy.delay(after: error, failures: consecutiveFailures)
         setHealth(FeedHealth(state: error.kind == .rejected ? .failing : .retrying, lastError: error.message))
         logger.warning("page \(number): \(error.message); retrying in \(delay.wholeMilliseconds) ms")

@@ -36,7 +36,7 @@ public final class FeedDirectory {
     public func apply(_ definitions: [FeedDefinition]) {
         let incoming = Dictionary(definitions.map { ($0.settings.name, $0) }, uniquingKeysWith: { first, _ in first })
         for (name, feed) in feeds where incoming[name] == nil {
-            logger.notice("feed \(name) removed")
+            logger.with(LogFields(feed: name)).notice("feed \(name) removed")
             feed.close()
             feeds[name] = nil
         }
@@ -53,10 +53,10 @@ public final class FeedDirectory {
             feed.onHealthChange = { [weak self] in self?.onChange?() }
             feeds[name] = feed
             if let existing {
-                logger.notice("feed \(name) changed; its subscribers continue on a new generation")
+                logger.with(LogFields(feed: name)).notice("feed \(name) changed; its subscribers continue on a new generation")
                 feed.adoptSubscriptions(of: existing)
             } else {
-                logger.info("feed \(name) (\(definition.settings.source)) ready")
+                logger.with(LogFields(feed: name)).info("feed \(name) (\(definition.settings.source)) ready")
             }
         }
         onChange?()

@@ -10,6 +10,8 @@ public enum Request: Equatable, Sendable {
     /// Deletes a consumer's stored cursor (an extension of SPEC §5, for administrators).
     case forget(feed: String, consumer: String)
     case status
+    /// The OpenMetrics text of SPEC §10.
+    case metrics
     case ping
     case quit
 
@@ -25,7 +27,7 @@ public enum Request: Equatable, Sendable {
         case .subscribe(let feed, _, _, _), .next(let feed, _), .ack(let feed, _), .unsubscribe(let feed), .refresh(let feed),
             .forget(let feed, _):
             return feed
-        case .status, .ping, .quit:
+        case .status, .metrics, .ping, .quit:
             return nil
         }
     }
@@ -127,6 +129,7 @@ public enum RequestDecoder {
         case "refresh": return .refresh(feed: try fields.feed())
         case "forget": return .forget(feed: try fields.feed(), consumer: try fields.consumer(required: true)!)
         case "status": return .status
+        case "metrics": return .metrics
         case "ping": return .ping
         case "quit": return .quit
         default:
@@ -148,7 +151,7 @@ public enum RequestDecoder {
             "subscribe": ("after", 0...maxPage), "follow": ("after", 0...maxPage),
             "next": ("count", 1...maxCount), "ack": ("page", 0...maxPage),
         ]
-        guard takesFeed.contains(op) || ["status", "ping", "quit"].contains(op) else {
+        guard takesFeed.contains(op) || ["status", "metrics", "ping", "quit"].contains(op) else {
             return .failure(RequestError(code: .unknownOp, message: "unknown op \"\(op)\"", id: nil, feed: nil))
         }
         let maxWords = takesNumber[op] != nil ? 3 : (takesFeed.contains(op) ? 2 : 1)
@@ -171,6 +174,7 @@ public enum RequestDecoder {
         case "unsubscribe": return .success(.unsubscribe(feed: feed))
         case "refresh": return .success(.refresh(feed: feed))
         case "status": return .success(.status)
+        case "metrics": return .success(.metrics)
         case "ping": return .success(.ping)
         default: return .success(.quit)
         }

@@ -53,6 +53,7 @@ final class Connection: SubscriptionOutput {
     }
 
     var subscriptionCount: Int { subscriptions.count }
+    var bytesSent: Int { output.bytesWritten }
     var subscribedFeeds: [String] { subscriptions.keys.sorted() }
 
     // MARK: Reading

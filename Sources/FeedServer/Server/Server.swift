@@ -25,6 +25,9 @@ public final class Server {
     /// How many connections `status` lists in `peers`; `clients` has the total.
     static let statusPeerLimit = 100
     private var connections: [ObjectIdentifier: Connection] = [:]
+    private var connectionsAccepted = 0
+    /// What connections that have closed wrote; the live ones count their own.
+    private var bytesSentByClosedConnections = 0
     private var isShuttingDown = false
     private var onDrained: (() -> Void)?
     /// One read buffer for every connection: reads are handled one at a time on the main actor.
@@ -117,6 +120,7 @@ public final class Server {
         connectionLog.log(.info, "client connected: \(peerText)")
         let connection = Connection(descriptor: descriptor, peer: peer, server: self)
         connections[ObjectIdentifier(connection)] = connection
+        connectionsAccepted += 1
         connection.start(greeting: Message.hello(feeds: directory.names))
         cachedStatus = nil
         onClientsChange?()
@@ -128,10 +132,16 @@ public final class Server {
         close(descriptor)
     }
 
+    /// The logger for records about a client: they carry its pid and uid (SPEC §10).
+    func logger(for peer: PeerCredentials?) -> Logger {
+        peer.map { logger.with(LogFields(peerPID: $0.pid, peerUID: $0.uid)) } ?? logger
+    }
+
     func connectionClosed(_ connection: Connection) {
         connections[ObjectIdentifier(connection)] = nil
         cachedStatus = nil
         if descriptorShortage != nil { resumeAccepting() }
+        bytesSentByClosedConnections += connection.bytesSent
         onClientsChange?()
         if isShuttingDown, connections.isEmpty, let onDrained {
             self.onDrained = nil
@@ -218,6 +228,10 @@ public final class Server {
         case .status:
             connection.send(statusBody())
             connection.send(Message.closing(replyTo: id))
+        case .metrics:
+            var line = Message(type: "metrics")
+            line.field("text", metrics.text)
+            connection.send(line.line(replyTo: id))
         case .ping:
             connection.send(Message.simple("pong", id: id))
         case .quit:
@@ -293,12 +307,24 @@ public final class Server {
                 connection.send(Message.error(.storeFailed, "the consumer could not be forgotten: \(error)", feed: feed, id: id))
                 return
             }
-            logger.notice("feed \(feed): consumer \(consumer) forgotten")
+            logger.forFeed(feed).notice("consumer \(consumer) forgotten")
             var line = Message(type: "forgotten")
             line.field("feed", feed)
             line.field("consumer", consumer)
             connection.send(line.line(replyTo: id))
         }
+    }
+
+    /// The figures for `{"op":"metrics"}` and `daemon.metrics_file`.
+    public var metrics: MetricsSnapshot {
+        MetricsSnapshot(
+            clients: connections.count, connectionsAccepted: connectionsAccepted,
+            bytesSent: bytesSentByClosedConnections + connections.values.reduce(0) { $0 + $1.bytesSent },
+            feeds: directory.names.compactMap { name in
+                directory[name].map { feed in
+                    MetricsSnapshot.FeedFigures(name: name, counters: feed.counters, cachedPages: feed.cachedPages, subscribers: feed.subscriberCount)
+                }
+            })
     }
 
     /// The `status` reply up to its closing brace. Built at most every ``statusLifetime`` however

@@ -22,6 +22,8 @@ struct OutputQueue {
     private var headOffset = 0
     private(set) var byteCount = 0
     private(set) var pageCount = 0
+    /// Every byte written so far, for the metrics.
+    private(set) var bytesWritten = 0
 
     var isEmpty: Bool { byteCount == 0 }
 
@@ -68,6 +70,7 @@ struct OutputQueue {
     private mutating func consume(_ written: Int) {
         var remaining = written
         byteCount -= written
+        bytesWritten += written
         while remaining > 0 {
             let available = chunks[head].bytes.count - headOffset
             if remaining < available {

@@ -1,0 +1,55 @@
+/// What one feed has done since it started, for the metrics (SPEC §10). Counters only grow; a
+/// feed replaced by a reload starts again from zero, which Prometheus reads as a counter reset.
+public struct FeedCounters: Sendable, Equatable {
+    /// Requests started against the upstream, whatever their outcome.
+    public var upstreamRequests = 0
+    /// Requests that failed (and will be retried).
+    public var upstreamErrors = 0
+    /// Pages fetched from the upstream and stored in the cache.
+    public var pagesFetched = 0
+    /// Pages handed to subscribers: a page sent to three subscribers counts three times.
+    public var pagesDelivered = 0
+    /// How long each upstream request took, including decoding and encoding its page.
+    public var upstreamDuration = DurationHistogram()
+
+    public init() {}
+}
+
+/// A histogram of durations over fixed buckets, as Prometheus histograms count them.
+public struct DurationHistogram: Sendable, Equatable {
+    /// The upper bounds of the buckets, in seconds; the last bucket, +Inf, is implied.
+    /// From 5 ms (a loopback upstream) to 30 s (past the longest sensible `timeout`).
+    public static let bounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+    /// How many durations fell into each bucket (not cumulative); one more than `bounds`, for +Inf.
+    public private(set) var bucketCounts = [Int](repeating: 0, count: bounds.count + 1)
+    /// The sum of every recorded duration, in seconds.
+    public private(set) var sum = 0.0
+    /// How many durations were recorded.
+    public private(set) var count = 0
+
+    public init() {}
+
+    public mutating func record(_ duration: Duration) {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let bucket = Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count
+        bucketCounts[bucket] += 1
+        sum += seconds
+        count += 1
+    }
+
+    /// The duration since `start`, recorded.
+    public mutating func record(since start: ContinuousClock.Instant) {
+        record(ContinuousClock.now - start)
+    }
+
+    /// For each bound (and then +Inf), how many durations were at most that long, as the
+    /// `le` buckets of a Prometheus histogram count them.
+    public var cumulativeCounts: [Int] {
+        var total = 0
+        return bucketCounts.map { count in
+            total += count
+            return total
+        }
+    }
+}
