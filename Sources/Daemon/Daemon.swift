@@ -37,6 +37,8 @@ final class Daemon {
     }
     /// `<state_dir>/adapters`, fixed at start like the consumer store beside it.
     private var adapterStateRoot: String?
+    /// How `merge` feeds read their members: through the running feeds, once they exist.
+    private let feedReader = EngineFeedReader()
 
     init(configPath: String?, socketPath: String?) {
         self.configPath = configPath
@@ -45,7 +47,7 @@ final class Daemon {
     }
 
     private var configLoading: ConfigLoading {
-        ConfigLoading(paths: paths, logger: logger, transport: transport, adapterStateRoot: adapterStateRoot)
+        ConfigLoading(paths: paths, logger: logger, transport: transport, adapterStateRoot: adapterStateRoot, feedReader: feedReader)
     }
 
     func run() -> Never {
@@ -73,6 +75,7 @@ final class Daemon {
         let listeningDescriptor = openListeningSocket(configuration.daemon)
         let directory = FeedDirectory(store: store, encoder: PageLineEncoder(), logger: logger)
         self.directory = directory
+        feedReader.directory = directory
         directory.apply(configuration.feeds)
         let server = Server(directory: directory, settings: ServerSettings(daemon: configuration.daemon), logger: logger, loop: loop)
         self.server = server

@@ -96,9 +96,12 @@ struct ConfigLoading {
     /// Where adapters keep what must survive a restart (`<state_dir>/adapters/<feed>`); nil for
     /// `check-config`, whose adapters keep nothing.
     var adapterStateRoot: String? = nil
+    /// How `merge` feeds read their members; nil for `check-config`, which reads nothing.
+    var feedReader: (any FeedReader)? = nil
 
     func load(explicitPath: String?) throws(ConfigError) -> Configuration {
-        let loader = ConfigurationLoader(registry: builtinAdapters, logger: logger, transport: transport, adapterStateRoot: adapterStateRoot)
+        let loader = ConfigurationLoader(
+            registry: builtinAdapters, logger: logger, transport: transport, adapterStateRoot: adapterStateRoot, feedReader: feedReader)
         if let file = paths.configFile(explicit: explicitPath) {
             return try loader.load(file: file)
         }

@@ -209,6 +209,16 @@ struct DescribingEncoder: PageEncoder {
     }
 }
 
+/// Encodes a page's items as the server's page line does (`"items":[{"id":…,"data":…}]`), for
+/// readers that look inside cached pages.
+struct ItemsEncoder: PageEncoder {
+    func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes {
+        let entries = JSONValue.array(items.map { .object(["id": .string($0.id), "data": $0.data]) })
+        let line = JSONValue.object(["generation": .integer(Int64(generation)), "items": entries]).serialized
+        return SharedBytes(Array(line.dropLast()))
+    }
+}
+
 /// What a delivered page says about itself, as ``DescribingEncoder`` wrote it.
 struct PageDescription: Equatable {
     let generation: Int

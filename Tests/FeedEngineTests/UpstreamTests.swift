@@ -12,13 +12,16 @@ final class ScriptedWorld {
     var settings: FeedSettings
     var direct = false
 
-    init(prefetch: Int = 0, timeout: Duration = .seconds(1), honoursCancellation: Bool = true, bytesPerItem: Int = 0) {
+    init(
+        prefetch: Int = 0, timeout: Duration = .seconds(1), honoursCancellation: Bool = true, bytesPerItem: Int = 0,
+        encoder: (any PageEncoder)? = nil
+    ) {
         script = FetchScript(honoursCancellation: honoursCancellation)
         settings = FeedSettings(name: "scripted", source: "scripted", prefetch: prefetch)
         settings.timeout = timeout
         settings.retryMaxDelay = .seconds(2)
         settings.cachePages = 8
-        directory = FeedDirectory(store: nil, encoder: DescribingEncoder(bytesPerItem: bytesPerItem), logger: Logger(sink: NoLog()), clock: clock)
+        directory = FeedDirectory(store: nil, encoder: encoder ?? DescribingEncoder(bytesPerItem: bytesPerItem), logger: Logger(sink: NoLog()), clock: clock)
         directory.jitter = { 1.0 }
         apply()
     }

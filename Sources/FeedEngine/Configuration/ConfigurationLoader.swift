@@ -12,8 +12,14 @@ public struct ConfigurationLoader: Sendable {
     /// Where each feed's adapter gets a directory of its own (`<root>/<feed>`) for state that must
     /// survive a restart; nil (check-config, tests) keeps that state in memory.
     private let adapterStateRoot: String?
+    /// How adapters that gather other feeds (`merge`) read them; nil where nothing is read.
+    private let feedReader: (any FeedReader)?
 
-    public init(registry: AdapterRegistry, logger: Logger, transport: any HTTPTransport, adapterStateRoot: String? = nil) {
+    public init(
+        registry: AdapterRegistry, logger: Logger, transport: any HTTPTransport, adapterStateRoot: String? = nil,
+        feedReader: (any FeedReader)? = nil
+    ) {
+        self.feedReader = feedReader
         self.registry = registry
         self.logger = logger
         self.transport = transport
@@ -65,6 +71,7 @@ public struct ConfigurationLoader: Sendable {
                 feeds.append(feed)
             }
         }
+        checkMembers(of: feeds, in: merged, problems: &problems)
         guard problems.isEmpty else { throw ConfigError(Self.inReadingOrder(problems, files: files)) }
         return Configuration(daemon: daemon, cluster: cluster, feeds: feeds, files: files)
     }
@@ -241,7 +248,7 @@ public struct ConfigurationLoader: Sendable {
         let options = AdapterOptions(feed: name, values: settings.options)
         let context = AdapterContext(
             feed: name, requestTimeout: settings.timeout, pollInterval: settings.poll, logger: logger.forFeed(name),
-            transport: transport, stateDirectory: adapterStateRoot.map { "\($0)/\(name)" })
+            transport: transport, stateDirectory: adapterStateRoot.map { "\($0)/\(name)" }, feeds: feedReader)
         let adapter: any SourceAdapter
         let values = settings.options
         let makeAdapter: @Sendable () throws -> any SourceAdapter = {
@@ -263,6 +270,37 @@ public struct ConfigurationLoader: Sendable {
         let location = ConfigLocation(file: written.file, line: written.line, column: written.column)
         return problems.count == problemCount
             ? FeedDefinition(settings: settings, adapter: adapter, makeAdapter: makeAdapter, location: location) : nil
+    }
+
+    /// Feeds that gather others (`merge`) must name feeds of this configuration, and no feed may
+    /// gather itself, directly or through others.
+    private func checkMembers(of feeds: [FeedDefinition], in merged: MergedTables, problems: inout [ConfigProblem]) {
+        let members = Dictionary(uniqueKeysWithValues: feeds.map { ($0.settings.name, $0.adapter.memberFeeds) })
+        for feed in feeds where !feed.adapter.memberFeeds.isEmpty {
+            let name = feed.settings.name
+            guard let document = merged.feeds[name]?.document else { continue }
+            let unknown = feed.adapter.memberFeeds.filter { merged.feeds[$0] == nil }
+            if !unknown.isEmpty {
+                let list = unknown.map { "\"\($0)\"" }.joined(separator: ", ")
+                problems.append(document.problem(at: ["feeds", name, "feeds"], "feeds.\(name).feeds: no feed \(list) in this configuration"))
+            } else if let cycle = Self.cycle(from: name, members: members) {
+                problems.append(document.problem(at: ["feeds", name, "feeds"], "feeds.\(name).feeds: the feed gathers itself (\(cycle.joined(separator: " → ")))"))
+            }
+        }
+    }
+
+    /// A path of members from `start` back to `start`, if there is one.
+    private static func cycle(from start: String, members: [String: [String]]) -> [String]? {
+        var visited: Set<String> = []
+        func search(_ path: [String]) -> [String]? {
+            for member in members[path.last!] ?? [] {
+                if member == start { return path + [member] }
+                guard visited.insert(member).inserted else { continue }
+                if let found = search(path + [member]) { return found }
+            }
+            return nil
+        }
+        return search([start])
     }
 
     /// A size such as `"512KiB"`, `"64MiB"` or `"1GiB"` (or a plain number of bytes) within `range`.

@@ -43,6 +43,8 @@ public final class Feed {
     private var retryPolicy: RetryPolicy
     /// Called whenever ``health`` changes, for systemd's STATUS line.
     var onHealthChange: (() -> Void)?
+    /// Called when the feed starts a new generation, so feeds that gather it start one too.
+    var onNewGeneration: (() -> Void)?
 
     private var paging: GenerationPaging
     private var cache = PageCache()
@@ -95,6 +97,8 @@ public final class Feed {
     }
 
     public var generation: Int { paging.number }
+    /// The feeds this one gathers (a `merge` feed's members).
+    public var memberFeeds: [String] { adapter.memberFeeds }
     public var cachedPages: Int { cache.count }
     /// The memory the cached pages take (``Page/cost``), which `cache_bytes` bounds.
     public var cachedBytes: Int { cache.byteCount }
@@ -336,6 +340,7 @@ public final class Feed {
         pagesSentToStore = 0
         cache.removeAll()
         consecutiveFailures = 0
+        onNewGeneration?()
     }
 
     /// Starts storing the current generation (consumers of the feed go back to 0 there); a

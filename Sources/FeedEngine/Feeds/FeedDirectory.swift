@@ -16,6 +16,14 @@ public final class FeedDirectory {
     private let clock: any EngineClock
     /// The retry jitter of feeds started from now on; nil for the random one (tests fix it).
     var jitter: (@Sendable () -> Double)?
+    /// For each feed, the feeds that gather it (`merge`), from their adapters' ``SourceAdapter/memberFeeds``.
+    private var gatheredBy: [String: Set<String>] = [:]
+    /// Members being refreshed because a feed that gathers them was: their new generation must
+    /// not refresh that feed a second time.
+    private var refreshingFor: [String: Set<String>] = [:]
+    /// Gathering feeds to refresh once the current turn is over, so members refreshed together
+    /// refresh them once.
+    private var pendingCascade: Set<String> = []
 
     public init(store: StateStore?, encoder: any PageEncoder, logger: Logger, clock: any EngineClock = SystemClock()) {
         self.store = store
@@ -51,6 +59,7 @@ public final class FeedDirectory {
             }
             let feed = Feed(definition: definition, store: store, encoder: encoder, logger: logger, clock: clock, jitter: jitter)
             feed.onHealthChange = { [weak self] in self?.onChange?() }
+            feed.onNewGeneration = { [weak self] in self?.memberStartedGeneration(name) }
             feeds[name] = feed
             if let existing {
                 logger.with(LogFields(feed: name)).notice("feed \(name) changed; its subscribers continue on a new generation")
@@ -59,7 +68,45 @@ public final class FeedDirectory {
                 logger.with(LogFields(feed: name)).info("feed \(name) (\(definition.settings.source)) ready")
             }
         }
+        gatheredBy = [:]
+        for (name, feed) in feeds {
+            for member in feed.memberFeeds { gatheredBy[member, default: []].insert(name) }
+        }
         onChange?()
+    }
+
+    /// Refreshes feed `name` (SPEC §5): a feed that gathers others (`merge`) refreshes them too,
+    /// and starts its own new generation once. `completion` as for ``Feed/refresh(requester:replyTo:completion:)``.
+    public func refresh(
+        _ name: String, requester: Subscription? = nil, replyTo: JSONValue? = nil,
+        completion: @escaping (Result<Int, StoreError>) -> Void = { _ in }
+    ) {
+        guard let feed = feeds[name] else { return }
+        for member in feed.memberFeeds where feeds[member] != nil {
+            refreshingFor[member, default: []].insert(name)
+            refresh(member) { [weak self] _ in self?.refreshingFor[member]?.remove(name) }
+        }
+        feed.refresh(requester: requester, replyTo: replyTo, completion: completion)
+    }
+
+    /// A member's new generation starts one of every feed that gathers it, but for one that
+    /// caused it by being refreshed itself.
+    private func memberStartedGeneration(_ member: String) {
+        let gatherers = (gatheredBy[member] ?? []).subtracting(refreshingFor[member] ?? [])
+        refreshingFor[member] = nil
+        guard !gatherers.isEmpty else { return }
+        let wasIdle = pendingCascade.isEmpty
+        pendingCascade.formUnion(gatherers)
+        guard wasIdle else { return }
+        Task { @MainActor in
+            let due = pendingCascade
+            pendingCascade = []
+            // Its members are what moved on: they are not refreshed again.
+            for name in due.sorted() {
+                logger.notice("feed \(name) starts a new generation: a feed it gathers did")
+                feeds[name]?.refresh()
+            }
+        }
     }
 
     /// Ends every subscription and stops every feed (at shutdown).

@@ -214,7 +214,7 @@ public final class Server {
             connection.send(Message.simple("unsubscribed", feed: name, id: id))
         case .refresh(let name):
             let own = connection.subscription(for: name)
-            directory[name]!.refresh(requester: own, replyTo: id?.replyTag) { result in
+            directory.refresh(name, requester: own, replyTo: id?.replyTag) { result in
                 switch result {
                 case .success(let generation):
                     // A subscriber of the feed hears `refreshed` with its subscription's event.
