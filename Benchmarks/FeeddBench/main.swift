@@ -5,7 +5,7 @@ import TestSupport
 
 // feedd-bench: starts the real daemon (the release build beside this binary) against a loopback
 // upstream and prints each figure's median and spread over several runs.
-//   swift run -c release feedd-bench [RUNS] [latency] [fanout] [idle] [sharing] [engine]
+//   swift run -c release feedd-bench [RUNS] [latency] [fanout] [idle] [sharing] [engine] [acks]
 
 // The package builds feedd with the benchmark (it is a dependency). A benchmark binary without
 // one beside it would otherwise measure whatever feedd lay elsewhere (a debug build, an old
@@ -80,6 +80,12 @@ for run in 1...runs {
         record("8 pages of 200,000 items, cache_bytes 32MiB: VmRSS growth", "MiB", pages.rssGrowth)
         record("one such page: JSON line", "MiB", pages.pageJSON)
         record("one such page: cached (cache_bytes' count)", "MiB", pages.cachedPerPage)
+    }
+    if wanted("acks") {
+        let storm = try StateScenarios.ackStorm()
+        record("1,000 consumers acking: acks made durable", "acks/s", storm.acksPerSecond)
+        record("meanwhile, prefetched next p50", "ms", storm.nextP50)
+        record("meanwhile, prefetched next p99", "ms", storm.nextP99)
     }
     if wanted("sharing") {
         let sharing = try Scenarios.upstreamSharing(clients: 100, pages: 20)
