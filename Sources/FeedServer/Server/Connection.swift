@@ -210,7 +210,7 @@ final class Connection: SubscriptionOutput {
         let timeout = server.settings.stallTimeout
         let timer = server.loop.schedule(after: timeout) { [weak self] in
             guard let self, !self.state.isClosed else { return }
-            self.server.logger.warning("disconnecting \(self.peerDescription): it read nothing for \(timeout.wholeMilliseconds / 1000) s")
+            self.server.logger(for: self.peer).warning("disconnecting \(self.peerDescription): it read nothing for \(timeout.wholeMilliseconds / 1000) s")
             self.output.append(SharedBytes(Message.error(.tooSlow, "disconnected: no output read for \(timeout.wholeMilliseconds) ms")))
             _ = self.output.flush(to: self.descriptor)
             self.close()

@@ -19,13 +19,15 @@ final class ConnectionLog {
         self.loop = loop
     }
 
-    func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
+    /// Logs `message` through `logger` (the server's, or one carrying the peer's journal fields)
+    /// while the window has room.
+    func log(_ level: LogLevel, _ message: @autoclosure () -> String, to logger: Logger? = nil) {
         if windowTimer == nil {
             windowTimer = loop.schedule(after: Self.window) { [weak self] in self?.endWindow() }
         }
         if linesInWindow < Self.linesPerWindow {
             linesInWindow += 1
-            logger.log(level, message())
+            (logger ?? self.logger).log(level, message())
         } else {
             unlogged += 1
         }

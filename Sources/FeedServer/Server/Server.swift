@@ -104,7 +104,7 @@ public final class Server {
         let peer = UnixSocket.peerCredentials(of: descriptor)
         let peerText = peer?.description ?? "an unknown peer"
         if let peer, !settings.access.allows(peer) {
-            connectionLog.log(.warning, "refused connection from \(peerText): not in allow_uids or allow_groups")
+            connectionLog.log(.warning, "refused connection from \(peerText): not in allow_uids or allow_groups", to: logger(for: peer))
             refuse(descriptor, Message.error(.forbidden, "uid \(peer.uid) may not use this socket"))
             return
         }
@@ -113,11 +113,11 @@ public final class Server {
             return
         }
         if connections.count >= settings.maxClients {
-            connectionLog.log(.warning, "refused connection from \(peerText): max_clients (\(settings.maxClients)) reached")
+            connectionLog.log(.warning, "refused connection from \(peerText): max_clients (\(settings.maxClients)) reached", to: logger(for: peer))
             refuse(descriptor, Message.error(.tooManyClients, "the server already has \(settings.maxClients) clients"))
             return
         }
-        connectionLog.log(.info, "client connected: \(peerText)")
+        connectionLog.log(.info, "client connected: \(peerText)", to: logger(for: peer))
         let connection = Connection(descriptor: descriptor, peer: peer, server: self)
         connections[ObjectIdentifier(connection)] = connection
         connectionsAccepted += 1
