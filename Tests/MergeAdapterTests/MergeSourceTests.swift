@@ -7,17 +7,17 @@ import TestSupport
 @Suite struct MergeSourceTests {
     static func source(
         _ feeds: ScriptedFeeds?, members: [String] = ["a", "b", "c"], order: String? = nil, field: String? = nil, pageSize: Int = 20,
-        sink: any LogSink = DiscardingSink()
+        timeout: Duration = .seconds(5), sink: any LogSink = DiscardingSink()
     ) throws -> MergeSource {
         var values: [String: JSONValue] = ["feeds": .array(members.map(JSONValue.string)), "page_size": .integer(Int64(pageSize))]
         values["order"] = order.map(JSONValue.string)
         values["field"] = field.map(JSONValue.string)
-        return try MergeSource(options: AdapterOptions(feed: "all", values: values), context: context(feeds, sink: sink))
+        return try MergeSource(options: AdapterOptions(feed: "all", values: values), context: context(feeds, timeout: timeout, sink: sink))
     }
 
-    static func context(_ feeds: ScriptedFeeds?, sink: any LogSink = DiscardingSink()) -> AdapterContext {
+    static func context(_ feeds: ScriptedFeeds?, timeout: Duration = .seconds(5), sink: any LogSink = DiscardingSink()) -> AdapterContext {
         AdapterContext(
-            feed: "all", requestTimeout: .seconds(5), logger: Logger(sink: sink), transport: AdapterConformance.transport, feeds: feeds)
+            feed: "all", requestTimeout: timeout, logger: Logger(sink: sink), transport: AdapterConformance.transport, feeds: feeds)
     }
 
     static func request(_ page: Int, _ token: String?) -> PageRequest {
@@ -146,6 +146,19 @@ import TestSupport
             #expect(all.filter { $0.hasPrefix("\(member):") } == (1...expected).map { "\(member):\($0)" })
         }
         #expect(sink.warnings.count == 2 && sink.warnings.allSatisfy { $0.contains("b (b is down)") }, "one warning per page: \(sink.warnings)")
+    }
+
+    @Test(arguments: ["round_robin", "concat"])
+    func members_that_do_not_answer_in_time_cost_the_fetch_less_than_its_timeout(order: String) async throws {
+        let feeds = Self.threeMembers()
+        feeds.change("a") { $0.slow = true }
+        feeds.change("c") { $0.slow = true }
+        let source = try Self.source(feeds, order: order, timeout: .milliseconds(600))
+        let started = ContinuousClock.now
+        let page = try Self.page(try await source.fetch(Self.request(1, nil)))
+        #expect(ContinuousClock.now - started < .milliseconds(600))
+        #expect(page.ids == ["b:1"])
+        guard case .later = page.next else { throw TestFailure("the slow members' items are still to come, not \(page.next)") }
     }
 
     @Test func when_every_member_still_going_fails_the_fetch_fails_naming_them() async throws {

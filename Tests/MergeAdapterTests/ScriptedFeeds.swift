@@ -13,6 +13,8 @@ final class ScriptedFeeds: FeedReader {
         /// Whether its last page says so, or the page after it answers that there is none.
         var lastPageSaysSo = true
         var failing = false
+        /// Answers nothing until the read's timeout has passed, then fails.
+        var slow = false
     }
 
     private let members: Mutex<[String: Member]>
@@ -43,6 +45,10 @@ final class ScriptedFeeds: FeedReader {
         readLog.withLock { $0.append("\(feed)#\(page)") }
         guard let member = members.withLock({ $0[feed] }) else { throw SourceError.rejected("no feed \(feed)") }
         if member.failing { throw SourceError.transient("\(feed) is down") }
+        if member.slow {
+            try? await Task.sleep(for: timeout)
+            throw SourceError.transient("\(feed): no answer in time")
+        }
         guard member.pages.indices.contains(page - 1) else {
             return .none(generation: member.generation, final: !member.live)
         }
