@@ -90,7 +90,9 @@ public struct MergeSource: SourceAdapter {
             for index in members.indices {
                 guard let item = try await reads.head(index) else { continue }
                 guard let key = keys.key(of: item, at: field) else { return (index, item) }
-                if best == nil || key > best!.key { best = (index, item, key) }
+                // Strictly newer only: on a tie the member listed first keeps its place.
+                if let newest = best, key <= newest.key { continue }
+                best = (index, item, key)
             }
             return best.map { ($0.index, $0.item) }
         }
@@ -144,26 +146,5 @@ public struct MergeSource: SourceAdapter {
         default:
             throw options.invalid("order", "must be \"round_robin\", \"concat\" or \"newest\", got \"\(name)\"")
         }
-    }
-}
-
-/// The `newest` order's sort keys of the members' current items, worked out once per item (an
-/// item holding JSON text is parsed to read its field).
-struct SortKeys {
-    private var known: [String: Double?] = [:]
-
-    /// Seconds since the epoch for an RFC 3339 time, the number itself for a number; nil for
-    /// anything else or nothing.
-    mutating func key(of item: Item, at field: DotPath) -> Double? {
-        if let key = known[item.id] { return key }
-        let key: Double?
-        switch field.value(in: item.data) {
-        case .integer(let number)?: key = Double(number)
-        case .double(let number)?: key = number
-        case .string(let text)?: key = FeedTime(text).map { Double($0.millisecondsSinceEpoch) / 1000 }
-        default: key = nil
-        }
-        known[item.id] = key
-        return key
     }
 }
