@@ -30,6 +30,7 @@ let package = Package(
         .target(name: "ExecAdapter", dependencies: ["FeedKit"], path: "Plugins/Exec"),
         .target(name: "HTTPAdapter", dependencies: ["FeedKit"], path: "Plugins/HTTP"),
         .target(name: "RSSAdapter", dependencies: ["FeedKit", "CLibXML2"], path: "Plugins/RSS"),
+        .target(name: "MergeAdapter", dependencies: ["FeedKit"], path: "Plugins/Merge"),
 
         // C libraries from Debian.
         // HTTP for the network adapters: the multi interface on one thread (see CurlTransport).
@@ -79,6 +80,7 @@ let package = Package(
             dependencies: [
                 "FeedKit", "FeedEngine", "FeedState", "FeedServer", "SystemdSupport",
                 "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter", "HTTPAdapter", "RSSAdapter",
+                "MergeAdapter",
             ]),
 
         .executableTarget(name: "feedd", dependencies: ["Daemon"]),
@@ -95,6 +97,7 @@ let package = Package(
         .testTarget(name: "ExecAdapterTests", dependencies: ["ExecAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "HTTPAdapterTests", dependencies: ["HTTPAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "RSSAdapterTests", dependencies: ["RSSAdapter", "FeedKit", "TestSupport"]),
+        .testTarget(name: "MergeAdapterTests", dependencies: ["MergeAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedKit", "FileAdapter"]),
         .testTarget(name: "FeedClusterTests", dependencies: ["FeedCluster", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedStateTests", dependencies: ["FeedState", "FeedKit", "TestSupport"]),

@@ -1,4 +1,5 @@
 import CLibXML2
+import FeedKit
 import Foundation
 
 /// Why a document gave no entries: it is not well-formed XML, or not RSS or Atom.

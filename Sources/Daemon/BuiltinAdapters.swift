@@ -3,6 +3,7 @@ import FeedEngine
 import FeedKit
 import FileAdapter
 import HTTPAdapter
+import MergeAdapter
 import RandomUserAdapter
 import RSSAdapter
 import S3FeedAdapter
@@ -15,4 +16,5 @@ let builtinAdapters = AdapterRegistry([
     ExecSource.self,
     HTTPJSONSource.self,
     RSSSource.self,
+    MergeSource.self,
 ])

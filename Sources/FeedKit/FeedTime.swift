@@ -2,7 +2,8 @@ import Foundation
 
 /// A point in time read from a feed: RFC 822 (RSS 2.0's `pubDate`) or RFC 3339 / W3C-DTF (Atom,
 /// `dc:date`), written back as RFC 3339 in UTC. Read by hand, byte by byte, since Foundation's
-/// date formatters are slow, locale-bound and accept more than they should.
+/// date formatters are slow, locale-bound and accept more than they should. The `rss` adapter
+/// reads entries' dates with it, and the `merge` adapter the `field` it orders by.
 public struct FeedTime: Sendable, Hashable, Comparable {
     /// Milliseconds since 1970-01-01T00:00:00Z.
     public let millisecondsSinceEpoch: Int64
