@@ -32,6 +32,15 @@ enum DefaultConfiguration {
         url = "https://s3.eu-west-2.amazonaws.com/com.donnywals.misc/feed-{page}.json"
         poll = "60s"
 
+        # Everything above as one feed, a page's items taken from each member in turn. Offline, a
+        # member that cannot be reached is left out of a page after 1 s (half of `timeout`) and
+        # its items come later: the elements still come.
+        [feeds.everything]
+        source = "merge"
+        feeds = ["sample", "users", "donny"]
+        order = "round_robin"
+        timeout = "2s"
+
         """
     }
 }

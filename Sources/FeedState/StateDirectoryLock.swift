@@ -19,10 +19,19 @@ public final class StateDirectoryLock: Sendable {
         guard descriptor >= 0 else {
             throw StoreError(.unavailable, "cannot open \(path): \(String(cString: strerror(errno)))")
         }
+        var ownRetries = 0
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             let reason = errno
             let holder = Self.readPid(descriptor)
+            // Held by this very process: a lock it released a moment ago whose file a child
+            // started meanwhile still has open between its fork and its exec. That copy goes
+            // away at the exec, so wait a little for it rather than report ourselves.
+            if reason == EWOULDBLOCK, holder == getpid(), ownRetries < 100 {
+                ownRetries += 1
+                usleep(10_000)
+                continue
+            }
             close(descriptor)
             guard reason == EWOULDBLOCK else {
                 throw StoreError(.unavailable, "cannot lock \(path): \(String(cString: strerror(reason)))")

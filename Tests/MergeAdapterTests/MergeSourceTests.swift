@@ -7,7 +7,9 @@ import TestSupport
 @Suite struct MergeSourceTests {
     static func source(
         _ feeds: ScriptedFeeds?, members: [String] = ["a", "b", "c"], order: String? = nil, field: String? = nil, pageSize: Int = 20,
-        timeout: Duration = .seconds(5), sink: any LogSink = DiscardingSink()
+        // Long enough that a loaded machine (the suite runs tests in parallel on two cores) never
+        // times a member read out where a test does not mean it to.
+        timeout: Duration = .seconds(60), sink: any LogSink = DiscardingSink()
     ) throws -> MergeSource {
         var values: [String: JSONValue] = ["feeds": .array(members.map(JSONValue.string)), "page_size": .integer(Int64(pageSize))]
         values["order"] = order.map(JSONValue.string)
@@ -15,7 +17,7 @@ import TestSupport
         return try MergeSource(options: AdapterOptions(feed: "all", values: values), context: context(feeds, timeout: timeout, sink: sink))
     }
 
-    static func context(_ feeds: ScriptedFeeds?, timeout: Duration = .seconds(5), sink: any LogSink = DiscardingSink()) -> AdapterContext {
+    static func context(_ feeds: ScriptedFeeds?, timeout: Duration = .seconds(60), sink: any LogSink = DiscardingSink()) -> AdapterContext {
         AdapterContext(
             feed: "all", requestTimeout: timeout, logger: Logger(sink: sink), transport: AdapterConformance.transport, feeds: feeds)
     }
@@ -153,10 +155,10 @@ import TestSupport
         let feeds = Self.threeMembers()
         feeds.change("a") { $0.slow = true }
         feeds.change("c") { $0.slow = true }
-        let source = try Self.source(feeds, order: order, timeout: .milliseconds(600))
-        let started = ContinuousClock.now
+        // The slow members never answer: the fetch returns at all only because it bounds its
+        // reads (by half the timeout each, and three quarters in all).
+        let source = try Self.source(feeds, order: order, timeout: .seconds(4))
         let page = try Self.page(try await source.fetch(Self.request(1, nil)))
-        #expect(ContinuousClock.now - started < .milliseconds(600))
         #expect(page.ids == ["b:1"])
         guard case .later = page.next else { throw TestFailure("the slow members' items are still to come, not \(page.next)") }
     }
