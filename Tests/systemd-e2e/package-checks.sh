@@ -13,7 +13,7 @@ check "the unit runs /usr/bin/feedd" bash -c 'systemctl cat feedd.service | grep
 
 hello=$(printf 'ping\n' | socat -t 5 - UNIX-CONNECT:$socket)
 check "a hello comes through the socket" grep -q '"type":"hello","name":"feedd"' <<< "$hello"
-check "listing the conffile's feeds" grep -q '"feeds":\["donny","sample","users"\]' <<< "$hello"
+check "listing the conffile's feeds" grep -q '"feeds":\["donny","everything","sample","users"\]' <<< "$hello"
 check "the service is active" systemctl is-active --quiet feedd.service
 
 check "feedctl status works" bash -c 'feedctl status | grep -q "^sample  *file  *ok"'
