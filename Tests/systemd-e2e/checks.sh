@@ -18,7 +18,7 @@ hello=$(printf 'ping\n' | socat -t 5 - UNIX-CONNECT:$socket)
 check "connecting starts feedd and gets hello" grep -q '"type":"hello"' <<< "$hello"
 check "and the ping is answered" grep -q '"type":"pong"' <<< "$hello"
 check "the service is active" systemctl is-active --quiet feedd.service
-check "systemctl status shows the daemon's STATUS" bash -c 'systemctl status feedd.service | grep -q "Status: \"3 feeds, "'
+check "systemctl status shows the daemon's STATUS" bash -c 'systemctl status feedd.service | grep -q "Status: \"4 feeds, "'
 
 # Reload: a subscriber on an open connection carries on.
 coproc SUBSCRIBER { socat - UNIX-CONNECT:$socket; }
