@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The one thread that touches `state.db` once the store is open, committing changes in groups.
 ///
@@ -34,20 +33,20 @@ final class StateWriter: Sendable {
         var largestGroup = 0
     }
 
-    private let queue = Mutex(Queue())
+    private let queue = Locked(Queue())
     private let wakeUp = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
-    let counts = Mutex(Counts())
+    let counts = Locked(Counts())
     /// Runs on the writer thread after a group's changes are written and before `COMMIT` (tests
     /// hold commits here to see that nothing is confirmed early).
-    let beforeCommit = Mutex<(@Sendable () -> Void)?>(nil)
+    let beforeCommit = Locked<(@Sendable () -> Void)?>(nil)
 
     /// The committed state, which readers see; only the writer thread changes it, after a `COMMIT`.
-    let mirror: Mutex<StateSnapshot>
+    let mirror: Locked<StateSnapshot>
 
     /// Starts the thread, which from now on owns `connection`.
     init(connection: SQLiteConnection, snapshot: StateSnapshot, bodyBudget: Int) {
-        mirror = Mutex(snapshot)
+        mirror = Locked(snapshot)
         // The connection moves to the writer thread here and nothing else keeps a reference to
         // it, so handing it over unchecked is safe.
         nonisolated(unsafe) let thread = WriterThread(connection: connection, committed: snapshot, bodyBudget: bodyBudget)
