@@ -202,13 +202,16 @@ public final class ClusterStore: Sendable {
         try await opened().generations.entry(feed).flatMap(FeedGeneration.init(entry:))
     }
 
-    /// Starts the generation after `current` (or the first, if nil) with `seed`. If another
-    /// instance started one first (a concurrent refresh, or a join), returns that one instead.
+    /// Starts the generation after `current` (or the first, numbered `firstNumber`, if nil) with
+    /// `seed`. If another instance started one first (a concurrent refresh, or a join), returns
+    /// that one instead. The first instance to join a feed numbers the fleet's first generation
+    /// after the one it was serving, so its subscribers never see the number go back.
     public func startGeneration(
-        of feed: String, replacing current: FeedGeneration?, seed: String, fingerprint: String
+        of feed: String, replacing current: FeedGeneration?, seed: String, fingerprint: String, firstNumber: Int = 1
     ) async throws(NATSError) -> FeedGeneration {
         let generations = try await opened().generations
-        let next = FeedGeneration(feed: feed, generation: (current?.generation ?? 0) + 1, seed: seed, fingerprint: fingerprint, revision: 0)
+        let number = current.map { $0.generation + 1 } ?? firstNumber
+        let next = FeedGeneration(feed: feed, generation: number, seed: seed, fingerprint: fingerprint, revision: 0)
         do {
             let revision =
                 if let current {
@@ -327,10 +330,13 @@ public final class ClusterStore: Sendable {
         "\(pageSubjectPrefix).\(page.key)"
     }
 
-    /// Stores `line` as `page`, unless that page was already published (then the first stays).
-    public func publishPage(_ page: PageAddress, line: [UInt8]) async throws(NATSError) -> PagePublication {
+    /// Stores `line` as `page`, with `headers` (what the fleet needs to know about the page
+    /// besides its line, see FeedFleet), unless that page was already published (then the first stays).
+    public func publishPage(_ page: PageAddress, line: [UInt8], headers: [String: String] = [:]) async throws(NATSError) -> PagePublication {
         _ = try await opened()
-        switch try await client.publish(subject: subject(of: page), payload: line, messageID: page.key, onlyIfSubjectIsEmpty: true) {
+        let outcome = try await client.publish(
+            subject: subject(of: page), payload: line, headers: headers, messageID: page.key, onlyIfSubjectIsEmpty: true)
+        switch outcome {
         case .stored: return .published
         case .duplicate: return .alreadyPublished
         }
@@ -338,8 +344,15 @@ public final class ClusterStore: Sendable {
 
     /// The line of `page` as published by any instance, or nil if it was not published yet.
     public func page(_ page: PageAddress) async throws(NATSError) -> [UInt8]? {
+        try await publishedPage(page)?.line
+    }
+
+    /// `page` as published by any instance, with its headers, or nil if it was not published yet.
+    public func publishedPage(_ page: PageAddress) async throws(NATSError) -> PublishedPage? {
         _ = try await opened()
-        return try await client.lastMessage(stream: pageStream, subject: subject(of: page))
+        return try await client.lastMessage(stream: pageStream, subject: subject(of: page)).map {
+            PublishedPage(page: page, line: $0.payload, headers: $0.headers)
+        }
     }
 
     /// Removes the pages of an old generation of `feed` from the stream, once no instance serves
@@ -360,7 +373,8 @@ public final class ClusterStore: Sendable {
                     guard tokens.count == prefixTokens + 3, let generation = Int(tokens[prefixTokens + 1]),
                         let number = Int(tokens[prefixTokens + 2])
                     else { continue }
-                    continuation.yield(PublishedPage(page: PageAddress(feed: feed, generation: generation, page: number), line: message.payload))
+                    continuation.yield(
+                        PublishedPage(page: PageAddress(feed: feed, generation: generation, page: number), line: message.payload, headers: message.headers))
                 }
                 continuation.finish()
             }

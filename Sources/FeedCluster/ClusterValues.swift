@@ -154,9 +154,12 @@ public struct PublishedPage: Sendable, Equatable {
     public let page: PageAddress
     /// The exact page line.
     public let line: [UInt8]
+    /// What the publisher said about the page besides its line.
+    public let headers: [String: String]
 
-    public init(page: PageAddress, line: [UInt8]) {
+    public init(page: PageAddress, line: [UInt8], headers: [String: String] = [:]) {
         self.page = page
         self.line = line
+        self.headers = headers
     }
 }

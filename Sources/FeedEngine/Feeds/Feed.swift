@@ -55,6 +55,13 @@ public final class Feed {
     /// The one task that gives up calls past their deadline (see ``watchDeadlines()``).
     private var deadlineWatch: (id: Int, task: Task<Void, Never>)?
 
+    /// The fleet this shared feed is part of (SPEC §8); nil for a feed served alone.
+    private var fleet: FleetLink?
+    private var membership = FleetMembership.joining
+    private var isJoining = false
+    /// Brings the pages other instances publish into this feed's cache.
+    private var publishedPagesWatch: Task<Void, Never>?
+
     public private(set) var health: FeedHealth = .ok
     /// What the feed has done since it started, for `status` and the metrics.
     public private(set) var counters = FeedCounters()
@@ -115,7 +122,8 @@ public final class Feed {
     }
 
     private func storedCursor(of consumer: String) -> Int? {
-        store?.cursor(feed: name, consumer: consumer).map { $0.generation == generation ? $0.cursor : 0 }
+        if keepsCursorsInFleet { return nil }
+        return store?.cursor(feed: name, consumer: consumer).map { $0.generation == generation ? $0.cursor : 0 }
     }
 
     /// Stores a consumer's starting point before it is confirmed.
@@ -132,7 +140,7 @@ public final class Feed {
     /// cursor land over a newer one). Cursors asked for meanwhile are merged into the next write,
     /// the latest winning, and share its sync; different consumers' writes share the store's.
     func storeCursor(consumer: String, cursor: Int, generation: Int) async throws(StoreError) {
-        guard store != nil else { return }
+        guard keepsCursors else { return }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, StoreError>, Never>) in
             cursorWrites[consumer, default: CursorWrites()].queue(cursor: cursor, generation: generation, waiter: continuation)
             if cursorWrites[consumer]?.inFlight == false { startCursorWrite(for: consumer) }
@@ -165,6 +173,11 @@ public final class Feed {
     /// Writes a cursor after the generation and the pages up to it (the store accepts no
     /// cursor past the pages it knows).
     private func writeCursor(consumer: String, cursor: Int, generation: Int) async throws(StoreError) {
+        if keepsCursorsInFleet {
+            return try await fleetCall { fleet throws(FleetError) in
+                try await fleet.advanceCursor(feed: name, consumer: consumer, to: FleetCursor(generation: generation, page: cursor))
+            }
+        }
         guard let store else { return }
         if store.feed(name)?.generation != generation, generation == self.generation {
             try await store.startGeneration(feed: name, generation: generation, fingerprint: settings.contentFingerprint, seed: paging.seed)
@@ -195,12 +208,7 @@ public final class Feed {
     /// subscription, calls ``pump(_:)``.
     public func subscribe(output: any SubscriptionOutput, consumer: String?, after: Int, follows: Bool) -> Subscription {
         let after = PageNumber.clamped(after)
-        if let consumer {
-            for other in subscriptions.values where other.consumer == consumer {
-                remove(other)
-                other.send(.takenOver(feed: name, consumer: consumer))
-            }
-        }
+        if let consumer { takeOver(consumer) }
         let subscription = Subscription(feed: self, output: output, consumer: consumer, after: after, follows: follows)
         subscriptions[ObjectIdentifier(subscription)] = subscription
         return subscription
@@ -214,6 +222,14 @@ public final class Feed {
         var all = Dictionary(stored, uniquingKeysWith: { first, _ in first })
         all.merge(connected) { _, live in live }
         return all.map { (name: $0.key, cursor: $0.value, connected: connected[$0.key] != nil) }.sorted { $0.name < $1.name }
+    }
+
+    /// Ends this instance's subscription of `consumer`, which subscribed elsewhere.
+    func takeOver(_ consumer: String) {
+        for other in subscriptions.values where other.consumer == consumer {
+            remove(other)
+            other.send(.takenOver(feed: name, consumer: consumer))
+        }
     }
 
     func remove(_ subscription: Subscription) {
@@ -267,6 +283,7 @@ public final class Feed {
     public func refresh(
         requester: Subscription? = nil, replyTo: JSONValue? = nil, completion: @escaping (Result<Int, StoreError>) -> Void = { _ in }
     ) {
+        if keepsCursorsInFleet { return refreshFleet(requester: requester, replyTo: replyTo, completion: completion) }
         requestedGeneration += 1
         let newGeneration = requestedGeneration
         let seed = GenerationPaging.randomSeed()
@@ -359,6 +376,7 @@ public final class Feed {
 
     /// Ends every subscription and stops fetching: the feed was removed or replaced.
     func close() {
+        publishedPagesWatch?.cancel()
         abandonCall()
         upstream = .stopped
         for subscription in Array(subscriptions.values) {
@@ -473,7 +491,8 @@ public final class Feed {
         counters.upstreamRequests += 1
         let id = nextCallID()
         let fetch = PageFetch(
-            adapter: adapter, encoder: encoder, feed: name, generation: generation, number: number, request: request, wrap: settings.wrap)
+            adapter: adapter, encoder: encoder, feed: name, generation: generation, number: number, request: request, wrap: settings.wrap,
+            fleet: membership == .joined ? fleet : nil)
         let startedAt = clock.now
         let task = Task {
             let result = await fetch.run()
@@ -693,6 +712,155 @@ public final class Feed {
     }
 }
 
+// MARK: - The fleet (SPEC §8)
+
+extension Feed {
+    /// Whether consumers' cursors are the fleet's: a shared feed of a daemon in a fleet, unless
+    /// the fleet serves another definition of it. Then the fleet must be reached for every
+    /// consumer operation (they answer `store_failed` meanwhile).
+    public var keepsCursorsInFleet: Bool { fleet != nil && membership != .alone }
+
+    /// Whether consumers' cursors are kept anywhere (the fleet, or the local store).
+    public var keepsCursors: Bool { keepsCursorsInFleet || store != nil }
+
+    /// Makes this shared feed part of `fleet`: it joins the fleet's generation as soon as the
+    /// fleet can be reached, and serves alone until then.
+    func attach(to fleet: FleetLink) {
+        guard settings.shared, self.fleet == nil else { return }
+        self.fleet = fleet
+        joinFleet()
+    }
+
+    /// Asks the fleet for its generation of the feed, again every second until it answers.
+    private func joinFleet() {
+        guard let fleet, membership == .joining, !isJoining, upstream.isRunning else { return }
+        isJoining = true
+        let (name, fingerprint, number, seed) = (name, settings.contentFingerprint, generation, paging.seed)
+        Task {
+            do throws(FleetError) {
+                let generation = try await fleet.join(feed: name, fingerprint: fingerprint, generation: number, seed: seed)
+                isJoining = false
+                joined(generation)
+            } catch {
+                isJoining = false
+                try? await clock.sleep(until: clock.now + .seconds(1))
+                joinFleet()
+            }
+        }
+    }
+
+    private func joined(_ fleetGeneration: FleetGeneration) {
+        guard let fleet, membership == .joining, upstream.isRunning else { return }
+        guard fleetGeneration.fingerprint == settings.contentFingerprint else {
+            membership = .alone
+            logger.warning(
+                "serving this feed alone: the fleet \"\(fleet.name)\" serves another definition of it "
+                    + "(its source, options or wrap differ; fingerprint \(fleetGeneration.fingerprint), here \(settings.contentFingerprint))")
+            return
+        }
+        membership = .joined
+        logger.notice("joined the fleet \"\(fleet.name)\" at generation \(fleetGeneration.number)")
+        publishedPagesWatch = Task {
+            for await page in fleet.publishedPages(of: name) { self.receivePublished(page) }
+        }
+        enter(fleetGeneration, replyTo: nil, requester: nil)
+    }
+
+    /// A generation the fleet started (a refresh on any instance): every subscription restarts
+    /// in it, as after a local refresh.
+    func adoptFleetGeneration(_ fleetGeneration: FleetGeneration) {
+        guard membership == .joined, fleetGeneration.number > generation else { return }
+        enter(fleetGeneration, replyTo: nil, requester: nil)
+    }
+
+    private func enter(_ fleetGeneration: FleetGeneration, replyTo: JSONValue?, requester: Subscription?) {
+        guard fleetGeneration.fingerprint == settings.contentFingerprint,
+            fleetGeneration.number != generation || fleetGeneration.seed != paging.seed
+        else { return }
+        abandonCall()
+        enterGeneration(fleetGeneration.number, seed: fleetGeneration.seed)
+        for subscription in subscriptions.values {
+            subscription.restart(generation: generation, replyTo: subscription === requester ? replyTo : nil)
+        }
+        pumpAll()
+    }
+
+    /// `refresh` of a shared feed: the fleet's next generation, which every instance adopts.
+    private func refreshFleet(requester: Subscription?, replyTo: JSONValue?, completion: @escaping (Result<Int, StoreError>) -> Void) {
+        let (name, seed, fingerprint, current) = (name, GenerationPaging.randomSeed(), settings.contentFingerprint, generation)
+        Task {
+            do throws(StoreError) {
+                let fleetGeneration = try await fleetCall { fleet throws(FleetError) in
+                    try await fleet.refresh(feed: name, replacing: current, seed: seed, fingerprint: fingerprint)
+                }
+                if fleetGeneration.number > generation { enter(fleetGeneration, replyTo: replyTo, requester: requester) }
+                completion(.success(generation))
+            } catch {
+                logger.error("cannot start a new generation in the fleet: \(error)")
+                completion(.failure(error))
+            }
+        }
+    }
+
+    /// A page some instance published: cached for the subscribers here, and the feed pages on
+    /// from it as if it had fetched it. A fetch of the same page under way here (waiting for
+    /// that very publication) is no longer needed.
+    private func receivePublished(_ published: FleetPage) {
+        guard membership == .joined, published.generation == generation, cache[published.number] == nil,
+            !paging.isPastEnd(published.number), let page = Page(published: published, wrap: settings.wrap)
+        else { return }
+        // On a sequential source the page can only be filed where the feed knows how it was asked
+        // for; past a gap it is only cached, and filed when the feed reaches it.
+        if let step = paging.step(toward: published.number), step.page == published.number {
+            paging.record(page: page.number, request: step.request, next: published.next, isEmpty: page.itemCount == 0, jumped: step.jumped)
+        }
+        cache.insert(page)
+        if case .fetching(let call) = upstream, call.page == page.number {
+            call.task.cancel()
+            drain(call, retryAt: nil)
+        }
+        trimCache()
+        pumpAll()
+    }
+
+    /// Where a consumer subscribing now starts, once durable (SPEC §5, §8): for a feed whose
+    /// cursors are the fleet's, the consumer is claimed (taken over from another instance) and
+    /// starts after `after`, or else after its fleet-wide cursor; otherwise after `start`, stored.
+    public func confirmConsumer(_ consumer: String, after: Int?, start: Int) async throws(StoreError) -> Int {
+        guard keepsCursorsInFleet else {
+            try await storeStartingPoint(consumer: consumer, after: start)
+            return start
+        }
+        return try await fleetCall { fleet throws(FleetError) in
+            try await fleet.claimConsumer(feed: name, consumer: consumer)
+            if let after {
+                try await fleet.advanceCursor(feed: name, consumer: consumer, to: FleetCursor(generation: generation, page: after))
+                return PageNumber.clamped(after)
+            }
+            guard let cursor = try await fleet.cursor(feed: name, consumer: consumer), cursor.generation == generation else { return 0 }
+            return PageNumber.clamped(cursor.page)
+        }
+    }
+
+    /// Forgets `consumer`'s fleet-wide cursor.
+    public func forgetFleetCursor(_ consumer: String) async throws(StoreError) {
+        try await fleetCall { fleet throws(FleetError) in try await fleet.forgetCursor(feed: name, consumer: consumer) }
+    }
+
+    /// Runs `body` with the fleet the feed has joined; fails as the store would while it has not.
+    private func fleetCall<Value>(_ body: (FleetLink) async throws(FleetError) -> Value) async throws(StoreError) -> Value {
+        guard let fleet else { throw StoreError.unavailable("feed \(name) is not shared") }
+        guard membership == .joined else {
+            throw StoreError.unavailable("feed \(name) has not joined the fleet \"\(fleet.name)\" yet: it cannot be reached")
+        }
+        do {
+            return try await body(fleet)
+        } catch {
+            throw StoreError.unavailable(error.description)
+        }
+    }
+}
+
 /// One consumer's cursor writes: whether one is in flight, and the cursor to write next with
 /// everyone waiting for it.
 private struct CursorWrites {
@@ -850,25 +1018,50 @@ private struct PageFetch: Sendable {
     let request: PageRequest
     /// The feed's `wrap`: after the source's last page it starts over, unless it is empty.
     let wrap: Bool
+    /// The fleet of a shared feed that joined one: the page is fetched once for all of it.
+    let fleet: FleetLink?
 
     enum Outcome {
         case page(Page, next: NextPage)
         case notYet
     }
 
+    /// For a shared feed: the page the fleet published, else fetched here under its lease and
+    /// published, else the one its holder publishes (see ``FleetLink/obtainPage(feed:generation:page:fetch:)``);
+    /// fetched here alone while the fleet cannot be reached.
     func run() async -> Result<Outcome, any Error> {
         do {
-            switch try await adapter.fetch(request) {
+            guard let fleet else { return .success(try await fetchFromSource()) }
+            let outcome = try await fleet.obtainPage(feed: feed, generation: generation, page: number) {
+                guard case .page(let page, let next) = try await fetchFromSource() else { return nil }
+                return FleetPage(
+                    feed: feed, generation: generation, number: number, line: page.publishedLine, itemCount: page.itemCount, next: next,
+                    sourcePage: request.page)
+            }
+            switch outcome {
+            case .page(let published):
+                guard let page = Page(published: published, wrap: wrap) else {
+                    throw SourceError.transient("the fleet's page \(number) of generation \(generation) is not a page line")
+                }
+                return .success(.page(page, next: published.next))
             case .notYet:
                 return .success(.notYet)
-            case .page(let items, let next):
-                let startsOver = wrap && !(items.isEmpty && request.page == 1)
-                let isLast = next == .end && !startsOver
-                let page = Page(feed: feed, generation: generation, number: number, items: items, isLast: isLast, encoder: encoder)
-                return .success(.page(page, next: next))
+            case .unreachable:
+                return .success(try await fetchFromSource())
             }
         } catch {
             return .failure(error)
+        }
+    }
+
+    private func fetchFromSource() async throws -> Outcome {
+        switch try await adapter.fetch(request) {
+        case .notYet:
+            return .notYet
+        case .page(let items, let next):
+            let isLast = Page.isLast(next: next, wrap: wrap, isEmpty: items.isEmpty, sourcePage: request.page)
+            let page = Page(feed: feed, generation: generation, number: number, items: items, isLast: isLast, encoder: encoder)
+            return .page(page, next: next)
         }
     }
 }
@@ -884,4 +1077,14 @@ public struct FeedHealth: Sendable, Equatable {
     public var lastError: String?
 
     public static let ok = FeedHealth(state: .ok, lastError: nil)
+}
+
+/// Where a shared feed stands with the fleet of its daemon.
+private enum FleetMembership {
+    /// Not joined yet (the fleet was not reached so far): served alone meanwhile.
+    case joining
+    /// Serving the fleet's generation, sharing its pages and cursors.
+    case joined
+    /// The fleet serves another definition of the feed: this instance serves it alone.
+    case alone
 }

@@ -1,0 +1,244 @@
+import FeedCluster
+import FeedEngine
+import FeedKit
+import Foundation
+
+/// The engine's ``FleetLink`` on a ``ClusterStore`` (SPEC §8).
+///
+/// A page's line alone does not say how to ask for the page after it, which an instance that
+/// did not fetch it needs on a sequential source. So every page is published with one more
+/// header, `Feedd-Page`, a JSON object: `items` (how many), `next` (`more`, `later` or `end`,
+/// as the source answered), `token` (the next page's token, if any) and `source_page` (the
+/// source page it was asked for as). `nats sub` shows it; readers of the feed need only the line.
+public final class ClusterFleetLink: FleetLink {
+    public let store: ClusterStore
+    private let logger: Logger
+    /// The header that carries what the engine needs to page on from a published page.
+    static let pageHeader = "Feedd-Page"
+
+    public init(store: ClusterStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Connects to the cluster of `settings`; an unreachable one is retried in the background.
+    public static func connect(_ settings: ClusterSettings, instance: String, logger: Logger) async throws(NATSError) -> ClusterFleetLink {
+        var configuration = ClusterStore.Configuration(
+            servers: settings.servers, name: settings.name, replicas: settings.replicas, lease: settings.lease, instance: instance)
+        configuration.credentialsFile = settings.credentialsFile
+        configuration.trustedCertificatesFile = settings.trustedCertificatesFile
+        return ClusterFleetLink(store: try await ClusterStore.connect(configuration), logger: logger)
+    }
+
+    public var name: String { store.configuration.name }
+    public var isConnected: Bool { store.state == .connected }
+
+    public func connectionChanges() -> AsyncStream<Bool> {
+        let states = store.states()
+        return AsyncStream { continuation in
+            let forwarding = Task {
+                var last: Bool?
+                for await state in states {
+                    let connected = state == .connected
+                    if connected != last { continuation.yield(connected) }
+                    last = connected
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in forwarding.cancel() }
+        }
+    }
+
+    /// Closes the connection and ends every stream.
+    public func close() async { await store.close() }
+
+    // MARK: Generations
+
+    public func join(feed: String, fingerprint: String, generation: Int, seed: String) async throws(FleetError) -> FleetGeneration {
+        try await fleetCall { () async throws(NATSError) in
+            if let current = try await store.generation(of: feed) { return Self.convert(current) }
+            return Self.convert(try await store.startGeneration(of: feed, replacing: nil, seed: seed, fingerprint: fingerprint, firstNumber: generation))
+        }
+    }
+
+    public func refresh(feed: String, replacing generation: Int, seed: String, fingerprint: String) async throws(FleetError) -> FleetGeneration {
+        try await fleetCall { () async throws(NATSError) in
+            let current = try await store.generation(of: feed)
+            // Another instance's refresh got there first: that one is the new generation.
+            if let current, current.generation > generation { return Self.convert(current) }
+            return Self.convert(try await store.startGeneration(of: feed, replacing: current, seed: seed, fingerprint: fingerprint))
+        }
+    }
+
+    public func generations() -> AsyncStream<FleetGeneration> {
+        map(store.generations()) { Self.convert($0) }
+    }
+
+    private static func convert(_ generation: FeedGeneration) -> FleetGeneration {
+        FleetGeneration(feed: generation.feed, number: generation.generation, seed: generation.seed, fingerprint: generation.fingerprint)
+    }
+
+    // MARK: Pages
+
+    public func obtainPage(
+        feed: String, generation: Int, page: Int, fetch: @escaping @Sendable () async throws -> FleetPage?
+    ) async throws -> FleetPageOutcome {
+        let address = PageAddress(feed: feed, generation: generation, page: page)
+        while true {
+            try Task.checkCancellation()
+            let lease: LeaseOutcome
+            do {
+                if let published = try await store.publishedPage(address), let page = Self.fleetPage(published) { return .page(page) }
+                lease = try await store.acquireLease(address)
+            } catch {
+                return .unreachable
+            }
+            switch lease {
+            case .acquired(let lease):
+                return try await fetchHolding(lease, fetch: fetch)
+            case .heldElsewhere(let holder, let until):
+                // Its publication usually reaches the feed first (which then cancels this wait);
+                // looking again every second also covers one published during an outage.
+                let remaining = max(until - Int64(Date().timeIntervalSince1970 * 1_000), 20)
+                logger.debug("\(address): fetched by \(holder); waiting up to \(remaining) ms for its publication")
+                try await Task.sleep(for: .milliseconds(min(remaining, 1_000)))
+            }
+        }
+    }
+
+    /// Fetches the page while holding its lease, renewing it every third of its length, then
+    /// publishes it and lets the lease go. If another instance published it meanwhile (its lease
+    /// had expired), that publication is the page.
+    private func fetchHolding(_ lease: FeedLease, fetch: @Sendable () async throws -> FleetPage?) async throws -> FleetPageOutcome {
+        let renewal = Task { [store] in
+            var held = lease
+            while (try? await Task.sleep(for: store.configuration.lease / 3)) != nil {
+                do throws(NATSError) {
+                    held = try await store.renewLease(held)
+                } catch where error.code == .conflict {
+                    break
+                } catch {}
+            }
+            return held
+        }
+        let fetched: FleetPage?
+        do {
+            fetched = try await fetch()
+        } catch {
+            renewal.cancel()
+            try? await store.releaseLease(await renewal.value)
+            throw error
+        }
+        renewal.cancel()
+        let held = await renewal.value
+        defer { Task { [store] in try? await store.releaseLease(held) } }
+        guard let fetched else { return .notYet }
+        do {
+            let outcome = try await store.publishPage(lease.page, line: fetched.line, headers: [Self.pageHeader: Self.header(of: fetched)])
+            if outcome == .alreadyPublished, let first = try await store.publishedPage(lease.page), let page = Self.fleetPage(first) {
+                return .page(page)
+            }
+        } catch {
+            logger.warning("\(lease.page): fetched but not published to the fleet: \(error)")
+        }
+        return .page(fetched)
+    }
+
+    public func publishedPages(of feed: String) -> AsyncStream<FleetPage> {
+        AsyncStream { continuation in
+            let forwarding = Task { [store] in
+                for await published in await store.pages(of: feed) {
+                    if let page = Self.fleetPage(published) { continuation.yield(page) }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in forwarding.cancel() }
+        }
+    }
+
+    static func header(of page: FleetPage) -> String {
+        var fields: [String: JSONValue] = ["items": .integer(Int64(page.itemCount)), "source_page": .integer(Int64(page.sourcePage))]
+        switch page.next {
+        case .more(let token):
+            fields["next"] = "more"
+            fields["token"] = token.map(JSONValue.string)
+        case .later(let token):
+            fields["next"] = "later"
+            fields["token"] = token.map(JSONValue.string)
+        case .end:
+            fields["next"] = "end"
+        }
+        return String(decoding: JSONValue.object(fields).serialized, as: UTF8.self)
+    }
+
+    /// The page a published message carries, or nil if it lacks the `Feedd-Page` header.
+    static func fleetPage(_ published: PublishedPage) -> FleetPage? {
+        guard let header = published.headers[pageHeader], let fields = try? JSONValue(parsing: Array(header.utf8)),
+            let items = fields["items"]?.integerValue, let sourcePage = fields["source_page"]?.integerValue
+        else { return nil }
+        let token = fields["token"]?.stringValue
+        let next: NextPage
+        switch fields["next"]?.stringValue {
+        case "more": next = .more(token: token)
+        case "later": next = .later(token: token)
+        case "end": next = .end
+        default: return nil
+        }
+        return FleetPage(
+            feed: published.page.feed, generation: published.page.generation, number: published.page.page, line: published.line,
+            itemCount: Int(items), next: next, sourcePage: Int(sourcePage))
+    }
+
+    // MARK: Consumers
+
+    public func claimConsumer(feed: String, consumer: String) async throws(FleetError) {
+        try await fleetCall { () async throws(NATSError) in try await store.claimConsumer(feed: feed, consumer: consumer) }
+    }
+
+    public func cursor(feed: String, consumer: String) async throws(FleetError) -> FleetCursor? {
+        try await fleetCall { () async throws(NATSError) in
+            try await store.cursor(feed: feed, consumer: consumer).map { FleetCursor(generation: $0.generation, page: $0.page) }
+        }
+    }
+
+    public func advanceCursor(feed: String, consumer: String, to cursor: FleetCursor) async throws(FleetError) {
+        try await fleetCall { () async throws(NATSError) in
+            _ = try await store.advanceCursor(feed: feed, consumer: consumer, to: CursorPosition(generation: cursor.generation, page: cursor.page))
+        }
+    }
+
+    public func forgetCursor(feed: String, consumer: String) async throws(FleetError) {
+        try await fleetCall { () async throws(NATSError) in try await store.forgetCursor(feed: feed, consumer: consumer) }
+    }
+
+    public func claimsElsewhere() -> AsyncStream<(feed: String, consumer: String)> {
+        let instance = store.configuration.instance
+        return map(store.consumerClaims()) { claim in claim.instance == instance ? nil : (claim.feed, claim.consumer) }
+    }
+
+    // MARK: Helpers
+
+    /// Runs one call to the store, its failure told the engine's way.
+    private func fleetCall<Value>(_ body: () async throws(NATSError) -> Value) async throws(FleetError) -> Value {
+        do {
+            return try await body()
+        } catch {
+            throw FleetError("the fleet \"\(name)\" cannot be reached: \(error)")
+        }
+    }
+
+    /// `elements` transformed, those `transform` makes nil left out.
+    private func map<Element: Sendable, Output: Sendable>(
+        _ elements: AsyncStream<Element>, _ transform: @escaping @Sendable (Element) -> Output?
+    ) -> AsyncStream<Output> {
+        AsyncStream { continuation in
+            let forwarding = Task {
+                for await element in elements {
+                    if let output = transform(element) { continuation.yield(output) }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in forwarding.cancel() }
+        }
+    }
+}
