@@ -351,7 +351,7 @@ public final class ClusterStore: Sendable {
     public func publishedPage(_ page: PageAddress) async throws(NATSError) -> PublishedPage? {
         _ = try await opened()
         return try await client.lastMessage(stream: pageStream, subject: subject(of: page)).map {
-            PublishedPage(page: page, line: $0.payload, headers: $0.headers)
+            PublishedPage(page: page, line: $0.payload, headers: Self.publisherHeaders($0.headers))
         }
     }
 
@@ -374,12 +374,17 @@ public final class ClusterStore: Sendable {
                         let number = Int(tokens[prefixTokens + 2])
                     else { continue }
                     continuation.yield(
-                        PublishedPage(page: PageAddress(feed: feed, generation: generation, page: number), line: message.payload, headers: message.headers))
+                        PublishedPage(page: PageAddress(feed: feed, generation: generation, page: number), line: message.payload, headers: Self.publisherHeaders(message.headers)))
                 }
                 continuation.finish()
             }
             continuation.onTermination = { _ in forwarding.cancel() }
         }
+    }
+
+    /// The headers the publisher gave a page, without those JetStream uses itself (`Nats-…`).
+    private static func publisherHeaders(_ headers: [String: String]) -> [String: String] {
+        headers.filter { !$0.key.hasPrefix("Nats-") }
     }
 
     private static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1_000) }
