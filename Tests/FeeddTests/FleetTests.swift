@@ -10,13 +10,14 @@ import TestSupport
     /// A daemon in the fleet `test` of `servers`, serving `users` from `upstream`; returns once
     /// it has joined the fleet's generation of it (unless `waitUntilJoined` is false).
     static func instance(
-        _ servers: [String], _ upstream: LoopbackUpstream, lease: String = "1s", waitUntilJoined: Bool = true
+        _ servers: [String], _ upstream: LoopbackUpstream, lease: String = "1s", replicas: Int = 1, waitUntilJoined: Bool = true
     ) throws -> DaemonProcess {
         let daemon = try DaemonProcess(config: """
             [cluster]
             nats = [\(servers.map { "\"\($0)\"" }.joined(separator: ", "))]
             name = "test"
             lease = "\(lease)"
+            replicas = \(replicas)
             [feeds.users]
             source = "randomuser"
             url = "\(upstream.baseURL)/api/"
@@ -51,7 +52,9 @@ import TestSupport
         let upstream = try LoopbackUpstream()
         let port = try NATSServer.freePort()
         let daemon = try Self.instance(["nats://127.0.0.1:\(port)"], upstream, waitUntilJoined: false)
-        #expect(try Self.status(daemon)["cluster"] == ["state": "disconnected", "name": "test"])
+        let disconnected = try Self.status(daemon)["cluster"]
+        #expect(disconnected?["state"] == "disconnected")
+        #expect(disconnected?["name"] == "test")
         // Pages are served meanwhile, fetched here alone.
         let client = try daemon.connect()
         try client.send("next users 1")
@@ -61,6 +64,7 @@ import TestSupport
         defer { nats.stop() }
         try daemon.log.waitForLine(containing: "joined the fleet")
         try Self.waitForCluster(daemon, "connected")
+        #expect(try Self.status(daemon)["cluster"]?["joined"] == ["users"])
 
         let alone = try NetworkAdapterTests.users(upstream)
         #expect(try Self.status(alone)["cluster"] == nil)
@@ -83,6 +87,27 @@ import TestSupport
         #expect(firstPages.map(Self.ids) == secondPages.map(Self.ids))
         #expect(firstPages.map { $0["generation"] } == secondPages.map { $0["generation"] })
         #expect(upstream.received.count == 3)
+    }
+
+    @Test func a_page_one_instance_publishes_reaches_a_follower_on_another_at_once() throws {
+        let upstream = try LoopbackUpstream()
+        let nats = try NATSServer()
+        defer { nats.stop() }
+        // A long lease: the follower's instance, waiting for the page, looks again only every second.
+        let fetcher = try Self.instance([nats.url], upstream, lease: "10s")
+        let followerInstance = try Self.instance([nats.url], upstream, lease: "10s")
+        upstream.setLatency(.milliseconds(1_500))
+        let reader = try fetcher.connect()
+        try reader.send("next users 1")
+        try upstream.waitForRequests(1)
+        let follower = try followerInstance.connect()
+        #expect(try follower.request(["op": "subscribe", "feed": "users", "follow": true])["type"] == "subscribed")
+        _ = try reader.read(until: "page")
+        let fetchedAt = ContinuousClock.now
+        let pushed = try follower.expect("page", timeout: .seconds(3))
+        #expect(pushed["page"] == 1)
+        #expect(ContinuousClock.now - fetchedAt < .milliseconds(250))
+        #expect(upstream.received.filter { $0.query["page"] == "1" }.count == 1)
     }
 
     @Test func a_refresh_on_one_instance_reaches_subscribers_on_every_instance_within_a_second() throws {
@@ -213,5 +238,38 @@ import TestSupport
         }
         #expect(round > 10)
         #expect(slowest < .milliseconds(250))
+    }
+
+    @Test func with_one_nats_node_of_three_stopped_nothing_is_lost_and_service_continues() throws {
+        let upstream = try LoopbackUpstream()
+        let nodes = try NATSServer.cluster(of: 3)
+        defer { for node in nodes { node.stop() } }
+        let urls = nodes.map(\.url)
+        let first = try Self.instance(urls, upstream, replicas: 3)
+        let second = try Self.instance(urls, upstream, replicas: 3)
+        let reader = try first.connect()
+        #expect(try reader.request(["op": "subscribe", "feed": "users", "consumer": "app"])["after"] == 0)
+        try reader.send("next users 2")
+        #expect(try JSONValue.pageNumbers([reader.expect("page"), reader.expect("page")]) == [1, 2])
+        #expect(try reader.request(["op": "ack", "feed": "users", "page": 2])["page"] == 2)
+
+        nodes[0].stop()
+        // JetStream elects new leaders among the two left; a call meanwhile may fail, and is retried.
+        let deadline = ContinuousClock.now + .seconds(20)
+        var resumed: JSONValue?
+        while resumed == nil {
+            let elsewhere = try second.connect()
+            let answer = try elsewhere.request(["op": "subscribe", "feed": "users", "consumer": "app"])
+            if answer["type"] == "subscribed" {
+                resumed = answer
+                #expect(answer["after"] == 2)
+                try elsewhere.send("next users 1")
+                #expect(try elsewhere.expect("page")["page"] == 3)
+            } else {
+                guard ContinuousClock.now < deadline else { throw TestFailure("no consumer subscription after a node stopped: \(answer)") }
+                usleep(200_000)
+            }
+        }
+        #expect(upstream.received.count == 3)
     }
 }

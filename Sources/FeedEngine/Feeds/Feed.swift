@@ -720,6 +720,17 @@ extension Feed {
     /// consumer operation (they answer `store_failed` meanwhile).
     public var keepsCursorsInFleet: Bool { fleet != nil && membership != .alone }
 
+    /// Where this feed stands with the fleet, for `status`: `joined`, `joining` (served alone
+    /// until the fleet answers) or `alone` (the fleet serves another definition); nil if not shared.
+    public var fleetState: String? {
+        guard fleet != nil else { return nil }
+        return switch membership {
+        case .joining: "joining"
+        case .joined: "joined"
+        case .alone: "alone"
+        }
+    }
+
     /// Whether consumers' cursors are kept anywhere (the fleet, or the local store).
     public var keepsCursors: Bool { keepsCursorsInFleet || store != nil }
 
@@ -819,6 +830,8 @@ extension Feed {
             call.task.cancel()
             drain(call, retryAt: nil)
         }
+        // The fleet got past whatever this instance was retrying.
+        recovered()
         trimCache()
         pumpAll()
     }

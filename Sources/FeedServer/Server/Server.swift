@@ -357,7 +357,12 @@ public final class Server {
         }
         if let clusterName = directory.clusterName {
             let state = directory.fleet?.isConnected == true ? "connected" : "disconnected"
-            line.field("cluster") { writer in writer.value(.object(["state": .string(state), "name": .string(clusterName)])) }
+            // Shared feeds by where they stand: an instance serves clients before it has joined.
+            var feeds: [String: [JSONValue]] = ["joined": [], "joining": [], "alone": []]
+            for name in directory.names { if let fleetState = directory[name]?.fleetState { feeds[fleetState]?.append(.string(name)) } }
+            var cluster: [String: JSONValue] = ["state": .string(state), "name": .string(clusterName)]
+            for (fleetState, names) in feeds { cluster[fleetState] = .array(names) }
+            line.field("cluster") { writer in writer.value(.object(cluster)) }
         }
         line.field("feeds") { writer in
             writer.raw(UInt8(ascii: "["))
