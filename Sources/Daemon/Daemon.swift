@@ -23,6 +23,8 @@ final class Daemon {
     private var store: StateStore?
     /// The fleet of a daemon with `[cluster]` (SPEC §8), once connecting to it has begun.
     private var fleet: ClusterFleetLink?
+    /// The `[cluster]` the daemon started with: a reload does not change it.
+    private var startingCluster: ClusterSettings?
     private var metricsFileWriter: MetricsFileWriter?
     /// The running configuration's `daemon.metrics_file`, changed by a reload.
     private var metricsFile: String?
@@ -105,6 +107,7 @@ final class Daemon {
     /// an unreachable cluster is retried for as long as the daemon runs (SPEC §8).
     private func joinFleet(_ cluster: ClusterSettings, directory: FeedDirectory) {
         directory.clusterName = cluster.name
+        startingCluster = cluster
         let instance = "\(ProcessInfo.processInfo.hostName)-\(getpid())"
         let logger = logger.labelled("fleet")
         Task {
@@ -252,6 +255,9 @@ final class Daemon {
             reloadProblem = nil
             directory?.apply(configuration.feeds)
             logger.notice("configuration reloaded: \(configuration.feeds.count) feeds")
+            if configuration.cluster != startingCluster {
+                logger.warning("[cluster] changed: the daemon keeps the one it started with until it is restarted")
+            }
         case .failure(let error):
             for problem in error.problems { logger.error("reload rejected, keeping the running configuration: \(problem)") }
             reloadProblem = "reload rejected: \(error.problems.first?.description ?? "invalid configuration")"

@@ -240,6 +240,19 @@ import TestSupport
         #expect(slowest < .milliseconds(250))
     }
 
+    /// Subscribes as `consumer` on a new connection, again every 200 ms while the answer is an
+    /// error (a JetStream cluster still electing its leaders answers none in time).
+    static func subscribeWhileElecting(_ daemon: DaemonProcess, as consumer: String) throws -> (client: TestClient, answer: JSONValue) {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while true {
+            let client = try daemon.connect()
+            let answer = try client.request(["op": "subscribe", "feed": "users", "consumer": .string(consumer)])
+            if answer["type"] == "subscribed" { return (client, answer) }
+            guard ContinuousClock.now < deadline else { throw TestFailure("consumer \(consumer) could not subscribe: \(answer)") }
+            usleep(200_000)
+        }
+    }
+
     @Test func with_one_nats_node_of_three_stopped_nothing_is_lost_and_service_continues() throws {
         let upstream = try LoopbackUpstream()
         let nodes = try NATSServer.cluster(of: 3)
@@ -247,29 +260,17 @@ import TestSupport
         let urls = nodes.map(\.url)
         let first = try Self.instance(urls, upstream, replicas: 3)
         let second = try Self.instance(urls, upstream, replicas: 3)
-        let reader = try first.connect()
-        #expect(try reader.request(["op": "subscribe", "feed": "users", "consumer": "app"])["after"] == 0)
+        let (reader, subscribed) = try Self.subscribeWhileElecting(first, as: "app")
+        #expect(subscribed["after"] == 0)
         try reader.send("next users 2")
         #expect(try JSONValue.pageNumbers([reader.expect("page"), reader.expect("page")]) == [1, 2])
         #expect(try reader.request(["op": "ack", "feed": "users", "page": 2])["page"] == 2)
 
         nodes[0].stop()
-        // JetStream elects new leaders among the two left; a call meanwhile may fail, and is retried.
-        let deadline = ContinuousClock.now + .seconds(20)
-        var resumed: JSONValue?
-        while resumed == nil {
-            let elsewhere = try second.connect()
-            let answer = try elsewhere.request(["op": "subscribe", "feed": "users", "consumer": "app"])
-            if answer["type"] == "subscribed" {
-                resumed = answer
-                #expect(answer["after"] == 2)
-                try elsewhere.send("next users 1")
-                #expect(try elsewhere.expect("page")["page"] == 3)
-            } else {
-                guard ContinuousClock.now < deadline else { throw TestFailure("no consumer subscription after a node stopped: \(answer)") }
-                usleep(200_000)
-            }
-        }
+        let (elsewhere, resumed) = try Self.subscribeWhileElecting(second, as: "app")
+        #expect(resumed["after"] == 2)
+        try elsewhere.send("next users 1")
+        #expect(try elsewhere.expect("page")["page"] == 3)
         #expect(upstream.received.count == 3)
     }
 }

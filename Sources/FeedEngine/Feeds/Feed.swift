@@ -61,6 +61,10 @@ public final class Feed {
     private var isJoining = false
     /// Brings the pages other instances publish into this feed's cache.
     private var publishedPagesWatch: Task<Void, Never>?
+    /// Refreshes of this instance on their way to the fleet, and the newest generation the fleet
+    /// announced meanwhile: held back so the requester's `refreshed` carries its request's id.
+    private var fleetRefreshesInFlight = 0
+    private var heldBackGeneration: FleetGeneration?
 
     public private(set) var health: FeedHealth = .ok
     /// What the feed has done since it started, for `status` and the metrics.
@@ -781,6 +785,10 @@ extension Feed {
     /// in it, as after a local refresh.
     func adoptFleetGeneration(_ fleetGeneration: FleetGeneration) {
         guard membership == .joined, fleetGeneration.number > generation else { return }
+        guard fleetRefreshesInFlight == 0 else {
+            if fleetGeneration.number > heldBackGeneration?.number ?? 0 { heldBackGeneration = fleetGeneration }
+            return
+        }
         enter(fleetGeneration, replyTo: nil, requester: nil)
     }
 
@@ -799,14 +807,28 @@ extension Feed {
     /// `refresh` of a shared feed: the fleet's next generation, which every instance adopts.
     private func refreshFleet(requester: Subscription?, replyTo: JSONValue?, completion: @escaping (Result<Int, StoreError>) -> Void) {
         let (name, seed, fingerprint, current) = (name, GenerationPaging.randomSeed(), settings.contentFingerprint, generation)
+        fleetRefreshesInFlight += 1
         Task {
+            let outcome: Result<FleetGeneration, StoreError>
             do throws(StoreError) {
-                let fleetGeneration = try await fleetCall { fleet throws(FleetError) in
-                    try await fleet.refresh(feed: name, replacing: current, seed: seed, fingerprint: fingerprint)
-                }
-                if fleetGeneration.number > generation { enter(fleetGeneration, replyTo: replyTo, requester: requester) }
-                completion(.success(generation))
+                outcome = .success(
+                    try await fleetCall { fleet throws(FleetError) in
+                        try await fleet.refresh(feed: name, replacing: current, seed: seed, fingerprint: fingerprint)
+                    })
             } catch {
+                outcome = .failure(error)
+            }
+            fleetRefreshesInFlight -= 1
+            if case .success(let fleetGeneration) = outcome, fleetGeneration.number > generation {
+                enter(fleetGeneration, replyTo: replyTo, requester: requester)
+            }
+            if fleetRefreshesInFlight == 0, let held = heldBackGeneration {
+                heldBackGeneration = nil
+                adoptFleetGeneration(held)
+            }
+            switch outcome {
+            case .success: completion(.success(generation))
+            case .failure(let error):
                 logger.error("cannot start a new generation in the fleet: \(error)")
                 completion(.failure(error))
             }
