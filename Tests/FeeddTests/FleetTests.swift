@@ -119,9 +119,12 @@ import TestSupport
         let subscriber = try second.connect()
         let subscribed = try subscriber.request(["op": "subscribe", "feed": "users"])
         let generation = try #require(subscribed["generation"]?.integerValue)
+        // The refresher reads the feed too: its own `refreshed` answers its request, with its id.
         let refresher = try first.connect()
-        let refreshed = try refresher.request(["op": "refresh", "feed": "users"])
+        #expect(try refresher.request(["op": "subscribe", "feed": "users"])["type"] == "subscribed")
+        let refreshed = try refresher.request(["op": "refresh", "feed": "users", "id": 7])
         #expect(refreshed["type"] == "refreshed")
+        #expect(refreshed["id"] == 7)
         #expect(refreshed["generation"]?.integerValue == generation + 1)
         let heard = try subscriber.expect("refreshed", timeout: .seconds(1))
         #expect(heard["generation"] == refreshed["generation"])
