@@ -10,7 +10,7 @@ import Synchronization
 // | what        | where                                   | key / subject                         | value                                          |
 // |-------------|-----------------------------------------|---------------------------------------|------------------------------------------------|
 // | pages       | stream `feedd-N-pages`                  | `feedd.N.pages.<feed>.<gen>.<page>`   | the exact page line                            |
-// | leases      | bucket `feedd-N-leases`                 | `<feed>.<gen>.<page>`                 | `{"holder":"<instance>","expires_ms":<unix ms>}`|
+// | leases      | bucket `feedd-N-leases`                 | `<feed>.<gen>.<page>` (`.look`)       | `{"holder":"<instance>","expires_ms":<unix ms>}`|
 // | generations | bucket `feedd-N-generations`            | `<feed>`                              | `{"generation":G,"seed":"…","fingerprint":"…"}` |
 // | cursors     | bucket `feedd-N-cursors`                | `<feed>.<consumer, escaped>`          | `{"generation":G,"page":P}`                    |
 // | consumers   | bucket `feedd-N-consumers`              | `<feed>.<consumer, escaped>`          | `{"feed":…,"consumer":…,"instance":…}`         |
@@ -31,6 +31,13 @@ import Synchronization
 // and a late release by a dead holder's `delete` could not be made conditional. The buckets'
 // MaxAge (an hour, or 4 leases if longer) only sweeps away old leases. The cost: expiry is
 // compared with each host's clock, so hosts need NTP; a skew of s moves a takeover by s.
+//
+// A polled source's looks (is there a page past the last one yet?) take a lease of their own,
+// the page's key plus `.look`: one instance looks at a time, the others wait for its
+// publication, and the fetch that follows a look takes the page's lease as any fetch does.
+//
+// Pages are published with a `Feedd-Page` header saying how to page on from them (see
+// FeedFleet's ClusterFleetLink); `publishedPage(_:)` and `pages(of:)` hand it back.
 //
 // A consumer is served by one instance at a time: subscribing claims it (a plain put; the
 // last claim in the bucket's order wins), and every instance watches the claims and drops its
@@ -157,18 +164,20 @@ public final class ClusterStore: Sendable {
 
     // MARK: Fetch leases
 
-    /// Tries to become the one instance that fetches `page`.
-    public func acquireLease(_ page: PageAddress) async throws(NATSError) -> LeaseOutcome {
+    /// Tries to become the one instance that fetches `page` (or, for `.look`, that looks
+    /// whether a polled source has it yet).
+    public func acquireLease(_ page: PageAddress, for purpose: LeasePurpose = .fetch) async throws(NATSError) -> LeaseOutcome {
         let leases = try await opened().leases
-        let key = page.key
+        let key = FeedLease.key(of: page, for: purpose)
         // Each round either wins or learns a newer revision; a few rounds cover any realistic race.
         for _ in 0..<4 {
-            let lease = FeedLease(page: page, holder: configuration.instance, expires: Self.now + configuration.lease.milliseconds, revision: 0)
+            let lease = FeedLease(
+                page: page, purpose: purpose, holder: configuration.instance, expires: Self.now + configuration.lease.milliseconds, revision: 0)
             do {
                 return .acquired(lease.with(revision: try await leases.create(key, value: lease.value)))
             } catch where error.code == .conflict {}
             guard let entry = try await leases.entry(key) else { continue }
-            let current = FeedLease(page: page, entry: entry)
+            let current = FeedLease(page: page, purpose: purpose, entry: entry)
             if let current, current.holder != configuration.instance, current.expires > Self.now {
                 return .heldElsewhere(holder: current.holder, untilUnixMilliseconds: current.expires)
             }
@@ -182,16 +191,15 @@ public final class ClusterStore: Sendable {
     /// Extends `lease` by the configured length from now. Throws ``NATSError/Code/conflict`` if
     /// it expired and another instance took it over: stop fetching, that one will publish.
     public func renewLease(_ lease: FeedLease) async throws(NATSError) -> FeedLease {
-        let renewed = FeedLease(page: lease.page, holder: lease.holder, expires: Self.now + configuration.lease.milliseconds, revision: 0)
-        let revision = try await opened().leases.update(lease.page.key, to: renewed.value, expecting: lease.revision)
+        let renewed = lease.until(Self.now + configuration.lease.milliseconds)
+        let revision = try await opened().leases.update(lease.key, to: renewed.value, expecting: lease.revision)
         return renewed.with(revision: revision)
     }
 
     /// Gives `lease` up so another instance may take it at once; a no-op if it was taken over.
     public func releaseLease(_ lease: FeedLease) async throws(NATSError) {
-        let released = FeedLease(page: lease.page, holder: lease.holder, expires: 0, revision: 0)
         do {
-            _ = try await opened().leases.update(lease.page.key, to: released.value, expecting: lease.revision)
+            _ = try await opened().leases.update(lease.key, to: lease.until(0).value, expecting: lease.revision)
         } catch where error.code == .conflict {}
     }
 

@@ -99,38 +99,17 @@ public final class ClusterFleetLink: FleetLink {
             case .heldElsewhere(let holder, let until):
                 // Its publication usually reaches the feed first (which then cancels this wait);
                 // looking again every second also covers one published during an outage.
-                let remaining = max(until - Int64(Date().timeIntervalSince1970 * 1_000), 20)
+                let remaining = max(until - Self.now, 20)
                 logger.debug("\(address): fetched by \(holder); waiting up to \(remaining) ms for its publication")
                 try await Task.sleep(for: .milliseconds(min(remaining, 1_000)))
             }
         }
     }
 
-    /// Fetches the page while holding its lease, renewing it every third of its length, then
-    /// publishes it and lets the lease go. If another instance published it meanwhile (its lease
-    /// had expired), that publication is the page.
+    /// Fetches the page while holding its lease, then publishes it and lets the lease go. If
+    /// another instance published it meanwhile (its lease had expired), that publication is the page.
     private func fetchHolding(_ lease: FeedLease, fetch: @Sendable () async throws -> FleetPage?) async throws -> FleetPageOutcome {
-        let renewal = Task { [store] in
-            var held = lease
-            while (try? await Task.sleep(for: store.configuration.lease / 3)) != nil {
-                do throws(NATSError) {
-                    held = try await store.renewLease(held)
-                } catch where error.code == .conflict {
-                    break
-                } catch {}
-            }
-            return held
-        }
-        let fetched: FleetPage?
-        do {
-            fetched = try await fetch()
-        } catch {
-            renewal.cancel()
-            try? await store.releaseLease(await renewal.value)
-            throw error
-        }
-        renewal.cancel()
-        let held = await renewal.value
+        let (fetched, held) = try await holding(lease, fetch)
         defer { Task { [store] in try? await store.releaseLease(held) } }
         guard let fetched else { return .notYet }
         do {
@@ -143,6 +122,55 @@ public final class ClusterFleetLink: FleetLink {
         }
         return .page(fetched)
     }
+
+    public func awaitNewPage(feed: String, generation: Int, page: Int, wait: @escaping @Sendable () async throws -> Void) async throws {
+        let address = PageAddress(feed: feed, generation: generation, page: page)
+        while true {
+            try Task.checkCancellation()
+            let lease: LeaseOutcome
+            do {
+                if try await store.publishedPage(address) != nil { return }
+                lease = try await store.acquireLease(address, for: .look)
+            } catch {
+                return try await wait()
+            }
+            switch lease {
+            case .acquired(let lease):
+                let (_, held) = try await holding(lease, wait)
+                try? await store.releaseLease(held)
+                return
+            case .heldElsewhere(_, let until):
+                try await Task.sleep(for: .milliseconds(min(max(until - Self.now, 20), 1_000)))
+            }
+        }
+    }
+
+    /// Runs `body` while holding `lease`, renewed every third of its length; returns what
+    /// `body` returned and the lease as last renewed, to release. On a throw the lease is released.
+    private func holding<Value>(_ lease: FeedLease, _ body: () async throws -> Value) async throws -> (Value, FeedLease) {
+        let renewal = Task { [store] in
+            var held = lease
+            while (try? await Task.sleep(for: store.configuration.lease / 3)) != nil {
+                do throws(NATSError) {
+                    held = try await store.renewLease(held)
+                } catch where error.code == .conflict {
+                    break
+                } catch {}
+            }
+            return held
+        }
+        do {
+            let value = try await body()
+            renewal.cancel()
+            return (value, await renewal.value)
+        } catch {
+            renewal.cancel()
+            try? await store.releaseLease(await renewal.value)
+            throw error
+        }
+    }
+
+    private static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1_000) }
 
     public func publishedPages(of feed: String) -> AsyncStream<FleetPage> {
         AsyncStream { continuation in

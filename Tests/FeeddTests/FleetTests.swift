@@ -10,7 +10,8 @@ import TestSupport
     /// A daemon in the fleet `test` of `servers`, serving `users` from `upstream`; returns once
     /// it has joined the fleet's generation of it (unless `waitUntilJoined` is false).
     static func instance(
-        _ servers: [String], _ upstream: LoopbackUpstream, lease: String = "1s", replicas: Int = 1, waitUntilJoined: Bool = true
+        _ servers: [String], _ upstream: LoopbackUpstream, lease: String = "1s", replicas: Int = 1, waitUntilJoined: Bool = true,
+        feeds: String? = nil
     ) throws -> DaemonProcess {
         let daemon = try DaemonProcess(config: """
             [cluster]
@@ -18,6 +19,7 @@ import TestSupport
             name = "test"
             lease = "\(lease)"
             replicas = \(replicas)
+            \(feeds ?? """
             [feeds.users]
             source = "randomuser"
             url = "\(upstream.baseURL)/api/"
@@ -25,6 +27,7 @@ import TestSupport
             prefetch = 0
             timeout = "8s"
             retry_max_delay = "300ms"
+            """)
             """)
         if waitUntilJoined { try daemon.log.waitForLine(containing: "joined the fleet") }
         return daemon
@@ -108,6 +111,40 @@ import TestSupport
         #expect(pushed["page"] == 1)
         #expect(ContinuousClock.now - fetchedAt < .milliseconds(250))
         #expect(upstream.received.filter { $0.query["page"] == "1" }.count == 1)
+    }
+
+    @Test func a_polled_source_is_looked_at_by_one_instance_at_a_time_and_its_new_page_fetched_once() throws {
+        let upstream = try LoopbackUpstream()
+        upstream.setFeedPages([["a"], ["b"]])
+        let nats = try NATSServer()
+        defer { nats.stop() }
+        let feeds = """
+            [feeds.donny]
+            source = "s3"
+            url = "\(upstream.baseURL)/feed-{page}.json"
+            poll = "300ms"
+            retry_max_delay = "300ms"
+            """
+        let instances = try (0..<3).map { _ in try Self.instance([nats.url], upstream, lease: "2s", feeds: feeds) }
+        let followers = try instances.map { instance in
+            let follower = try instance.connect()
+            try follower.send("follow donny")
+            try follower.expect("subscribed")
+            #expect(try JSONValue.pageNumbers([follower.expect("page"), follower.expect("page")]) == [1, 2])
+            return follower
+        }
+        // Each look re-reads the last page: three instances looking on their own would make
+        // about 3 × 10 of them in 3 s.
+        let looksBefore = upstream.received.filter { $0.path == "/feed-2.json" }.count
+        usleep(3_000_000)
+        let looks = upstream.received.filter { $0.path == "/feed-2.json" }.count - looksBefore
+        #expect(looks >= 5 && looks <= 14, "\(looks) looks in 3 s at poll = 300ms")
+
+        upstream.setFeedPages([["a"], ["b"], ["c"]])
+        for follower in followers {
+            #expect(try follower.expect("page", timeout: .seconds(3))["page"] == 3)
+        }
+        #expect(upstream.received.filter { $0.path == "/feed-3.json" }.count == 1)
     }
 
     @Test func a_refresh_on_one_instance_reaches_subscribers_on_every_instance_within_a_second() throws {

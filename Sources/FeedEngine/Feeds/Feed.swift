@@ -579,8 +579,16 @@ public final class Feed {
         let id = nextCallID()
         let adapter = adapter
         let poll = settings.poll ?? .seconds(1)
+        // A shared feed's looks are taken in turns across the fleet (SPEC §8).
+        let (fleet, name, generation) = (membership == .joined ? fleet : nil, name, generation)
         let task = Task {
-            try? await adapter.waitForNewData(after: request, pollInterval: poll)
+            if let fleet {
+                try? await fleet.awaitNewPage(feed: name, generation: generation, page: number) {
+                    try await adapter.waitForNewData(after: request, pollInterval: poll)
+                }
+            } else {
+                try? await adapter.waitForNewData(after: request, pollInterval: poll)
+            }
             self.waitReturned(id)
         }
         upstream = .waitingForNewData(AdapterCall(id: id, page: number, request: request, jumped: false, task: task, deadline: nil))
@@ -837,7 +845,7 @@ extension Feed {
 
     /// A page some instance published: cached for the subscribers here, and the feed pages on
     /// from it as if it had fetched it. A fetch of the same page under way here (waiting for
-    /// that very publication) is no longer needed.
+    /// that very publication), or a wait for a polled source to have it, is no longer needed.
     private func receivePublished(_ published: FleetPage) {
         guard membership == .joined, published.generation == generation, cache[published.number] == nil,
             !paging.isPastEnd(published.number), let page = Page(published: published, wrap: settings.wrap)
@@ -848,9 +856,12 @@ extension Feed {
             paging.record(page: page.number, request: step.request, next: published.next, isEmpty: page.itemCount == 0, jumped: step.jumped)
         }
         cache.insert(page)
-        if case .fetching(let call) = upstream, call.page == page.number {
+        switch upstream {
+        case .fetching(let call) where call.page == page.number, .waitingForNewData(let call) where call.page == page.number:
             call.task.cancel()
             drain(call, retryAt: nil)
+        default:
+            break
         }
         // The fleet got past whatever this instance was retrying.
         recovered()

@@ -33,6 +33,12 @@ public protocol FleetLink: AnyObject, Sendable {
     func obtainPage(
         feed: String, generation: Int, page: Int, fetch: @escaping @Sendable () async throws -> FleetPage?
     ) async throws -> FleetPageOutcome
+    /// Returns once a polled source may have page `page` (past its newest): `wait` (the
+    /// adapter's wait for new data) runs on one instance of the fleet at a time; the others
+    /// return as soon as that page is published, or take their turn when the looker's lease
+    /// runs out. `wait` runs here alone when the fleet cannot be reached. Cancelling the task
+    /// ends the wait.
+    func awaitNewPage(feed: String, generation: Int, page: Int, wait: @escaping @Sendable () async throws -> Void) async throws
     /// Every page of `feed` published from now on by any instance, while connected.
     func publishedPages(of feed: String) -> AsyncStream<FleetPage>
 
