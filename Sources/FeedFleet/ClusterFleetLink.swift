@@ -13,6 +13,7 @@ import Foundation
 public final class ClusterFleetLink: FleetLink {
     public let store: ClusterStore
     private let logger: Logger
+    private let board = PublicationBoard()
     /// The header that carries what the engine needs to page on from a published page.
     static let pageHeader = "Feedd-Page"
 
@@ -66,7 +67,23 @@ public final class ClusterFleetLink: FleetLink {
             let current = try await store.generation(of: feed)
             // Another instance's refresh got there first: that one is the new generation.
             if let current, current.generation > generation { return Self.convert(current) }
-            return Self.convert(try await store.startGeneration(of: feed, replacing: current, seed: seed, fingerprint: fingerprint))
+            let started = try await store.startGeneration(of: feed, replacing: current, seed: seed, fingerprint: fingerprint)
+            if let current { forgetPagesLater(of: feed, generation: current.generation) }
+            return Self.convert(started)
+        }
+    }
+
+    /// Drops the pages of a generation the fleet moved on from, once every instance has (each
+    /// adopts a new generation within a second, and a fetch of the old one ends within its
+    /// lease). An outage meanwhile leaves them in the stream, costing only disk.
+    private func forgetPagesLater(of feed: String, generation: Int) {
+        Task { [store, logger] in
+            try? await Task.sleep(for: store.configuration.lease + .seconds(2))
+            do {
+                try await store.forgetPages(of: feed, generation: generation)
+            } catch {
+                logger.info("the pages of generation \(generation) of feed \(feed) stay in the fleet's stream: \(error)")
+            }
         }
     }
 
@@ -88,7 +105,9 @@ public final class ClusterFleetLink: FleetLink {
             try Task.checkCancellation()
             let lease: LeaseOutcome
             do {
-                if let published = try await store.publishedPage(address), let page = Self.fleetPage(published) { return .page(page) }
+                if let published = try await store.publishedPage(address), let page = Self.fleetPage(published) {
+                    return .page(page, fetchedHere: false)
+                }
                 lease = try await store.acquireLease(address)
             } catch {
                 return .unreachable
@@ -97,11 +116,8 @@ public final class ClusterFleetLink: FleetLink {
             case .acquired(let lease):
                 return try await fetchHolding(lease, fetch: fetch)
             case .heldElsewhere(let holder, let until):
-                // Its publication usually reaches the feed first (which then cancels this wait);
-                // looking again every second also covers one published during an outage.
-                let remaining = max(until - Self.now, 20)
-                logger.debug("\(address): fetched by \(holder); waiting up to \(remaining) ms for its publication")
-                try await Task.sleep(for: .milliseconds(min(remaining, 1_000)))
+                logger.debug("\(address): fetched by \(holder); waiting for its publication")
+                try await waitForPublication(of: address, orUntil: until)
             }
         }
     }
@@ -115,12 +131,12 @@ public final class ClusterFleetLink: FleetLink {
         do {
             let outcome = try await store.publishPage(lease.page, line: fetched.line, headers: [Self.pageHeader: Self.header(of: fetched)])
             if outcome == .alreadyPublished, let first = try await store.publishedPage(lease.page), let page = Self.fleetPage(first) {
-                return .page(page)
+                return .page(page, fetchedHere: true)
             }
         } catch {
             logger.warning("\(lease.page): fetched but not published to the fleet: \(error)")
         }
-        return .page(fetched)
+        return .page(fetched, fetchedHere: true)
     }
 
     public func awaitNewPage(feed: String, generation: Int, page: Int, wait: @escaping @Sendable () async throws -> Void) async throws {
@@ -140,9 +156,16 @@ public final class ClusterFleetLink: FleetLink {
                 try? await store.releaseLease(held)
                 return
             case .heldElsewhere(_, let until):
-                try await Task.sleep(for: .milliseconds(min(max(until - Self.now, 20), 1_000)))
+                try await waitForPublication(of: address, orUntil: until)
             }
         }
+    }
+
+    /// Waits until `address` is published (as ``publishedPages(of:)`` hears), the lease ending
+    /// at `until` (Unix ms) runs out, or a second has passed, whichever is first.
+    private func waitForPublication(of address: PageAddress, orUntil until: Int64) async throws {
+        await board.wait(for: address, atMost: .milliseconds(min(max(until - Self.now, 20), 1_000)))
+        try Task.checkCancellation()
     }
 
     /// Runs `body` while holding `lease`, renewed every third of its length; returns what
@@ -174,9 +197,10 @@ public final class ClusterFleetLink: FleetLink {
 
     public func publishedPages(of feed: String) -> AsyncStream<FleetPage> {
         AsyncStream { continuation in
-            let forwarding = Task { [store] in
+            let forwarding = Task { [store, board] in
                 for await published in await store.pages(of: feed) {
                     if let page = Self.fleetPage(published) { continuation.yield(page) }
+                    board.published(published.page)
                 }
                 continuation.finish()
             }

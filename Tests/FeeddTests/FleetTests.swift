@@ -90,6 +90,9 @@ import TestSupport
         #expect(firstPages.map(Self.ids) == secondPages.map(Self.ids))
         #expect(firstPages.map { $0["generation"] } == secondPages.map { $0["generation"] })
         #expect(upstream.received.count == 3)
+        // Each instance counts the requests it made itself.
+        #expect(try Self.status(first)["feeds"]?.arrayValue?.first?["upstream_requests"] == 3)
+        #expect(try Self.status(second)["feeds"]?.arrayValue?.first?["upstream_requests"] == 0)
     }
 
     @Test func a_page_one_instance_publishes_reaches_a_follower_on_another_at_once() throws {

@@ -222,7 +222,8 @@ public final class Feed {
     public var consumers: [(name: String, cursor: Int, connected: Bool)] {
         let connected = Dictionary(subscriptions.values.compactMap { subscription in subscription.consumer.map { ($0, subscription.cursor) } },
             uniquingKeysWith: { first, _ in first })
-        let stored = store?.consumers(of: name).map { ($0.name, $0.cursor.generation == generation ? $0.cursor.cursor : 0) } ?? []
+        // A shared feed's cursors are the fleet's: what the local store has of them is stale.
+        let stored = (keepsCursorsInFleet ? nil : store)?.consumers(of: name).map { ($0.name, $0.cursor.generation == generation ? $0.cursor.cursor : 0) } ?? []
         var all = Dictionary(stored, uniquingKeysWith: { first, _ in first })
         all.merge(connected) { _, live in live }
         return all.map { (name: $0.key, cursor: $0.value, connected: connected[$0.key] != nil) }.sorted { $0.name < $1.name }
@@ -492,15 +493,17 @@ public final class Feed {
 
     /// `jumped`: the page is asked for by its number alone, its predecessor never fetched.
     private func startFetch(page number: Int, request: PageRequest, jumped: Bool) {
-        counters.upstreamRequests += 1
         let id = nextCallID()
         let fetch = PageFetch(
             adapter: adapter, encoder: encoder, feed: name, generation: generation, number: number, request: request, wrap: settings.wrap,
             fleet: membership == .joined ? fleet : nil)
+        // A shared feed's fetch may get the page from the fleet: it counts once it is known
+        // whether this instance asked the upstream.
+        if fetch.fleet == nil { counters.upstreamRequests += 1 }
         let startedAt = clock.now
         let task = Task {
-            let result = await fetch.run()
-            self.fetchReturned(id, result: result, startedAt: startedAt)
+            let (result, askedUpstream) = await fetch.run()
+            self.fetchReturned(id, result: result, startedAt: startedAt, uncountedRequest: askedUpstream && fetch.fleet != nil)
         }
         upstream = .fetching(
             AdapterCall(id: id, page: number, request: request, jumped: jumped, task: task, deadline: startedAt + settings.timeout))
@@ -542,10 +545,13 @@ public final class Feed {
         }
     }
 
-    private func fetchReturned(_ id: Int, result: Result<PageFetch.Outcome, any Error>, startedAt: ContinuousClock.Instant) {
+    private func fetchReturned(
+        _ id: Int, result: Result<PageFetch.Outcome, any Error>, startedAt: ContinuousClock.Instant, uncountedRequest: Bool = false
+    ) {
         switch upstream {
         case .fetching(let call) where call.id == id:
             upstream = .idle
+            if uncountedRequest { counters.upstreamRequests += 1 }
             let duration = clock.now - startedAt
             counters.upstreamDuration.record(duration)
             logger.debug("page \(call.page): upstream answered in \(duration.wholeMilliseconds) ms")
@@ -844,8 +850,7 @@ extension Feed {
     }
 
     /// A page some instance published: cached for the subscribers here, and the feed pages on
-    /// from it as if it had fetched it. A fetch of the same page under way here (waiting for
-    /// that very publication), or a wait for a polled source to have it, is no longer needed.
+    /// from it as if it had fetched it.
     private func receivePublished(_ published: FleetPage) {
         guard membership == .joined, published.generation == generation, cache[published.number] == nil,
             !paging.isPastEnd(published.number), let page = Page(published: published, wrap: settings.wrap)
@@ -855,14 +860,9 @@ extension Feed {
         if let step = paging.step(toward: published.number), step.page == published.number {
             paging.record(page: page.number, request: step.request, next: published.next, isEmpty: page.itemCount == 0, jumped: step.jumped)
         }
+        // A fetch of this page under way here, waiting for this very publication, is woken by
+        // the fleet link and returns it in a moment; its subscribers need not wait for that.
         cache.insert(page)
-        switch upstream {
-        case .fetching(let call) where call.page == page.number, .waitingForNewData(let call) where call.page == page.number:
-            call.task.cancel()
-            drain(call, retryAt: nil)
-        default:
-            break
-        }
         // The fleet got past whatever this instance was retrying.
         recovered()
         trimCache()
@@ -1075,32 +1075,42 @@ private struct PageFetch: Sendable {
     /// For a shared feed: the page the fleet published, else fetched here under its lease and
     /// published, else the one its holder publishes (see ``FleetLink/obtainPage(feed:generation:page:fetch:)``);
     /// fetched here alone while the fleet cannot be reached.
-    func run() async -> Result<Outcome, any Error> {
+    /// `askedUpstream`: whether this instance called the adapter (not for a page from the fleet).
+    func run() async -> (result: Result<Outcome, any Error>, askedUpstream: Bool) {
+        guard let fleet else { return (await fetchFromSource(), true) }
         do {
-            guard let fleet else { return .success(try await fetchFromSource()) }
             let outcome = try await fleet.obtainPage(feed: feed, generation: generation, page: number) {
-                guard case .page(let page, let next) = try await fetchFromSource() else { return nil }
+                guard case .page(let page, let next) = try await fetchFromSource().get() else { return nil }
                 return FleetPage(
                     feed: feed, generation: generation, number: number, line: page.publishedLine, itemCount: page.itemCount, next: next,
                     sourcePage: request.page)
             }
             switch outcome {
-            case .page(let published):
+            case .page(let published, let fetchedHere):
                 guard let page = Page(published: published, wrap: wrap) else {
-                    throw SourceError.transient("the fleet's page \(number) of generation \(generation) is not a page line")
+                    return (.failure(SourceError.transient("the fleet's page \(number) of generation \(generation) is not a page line")), fetchedHere)
                 }
-                return .success(.page(page, next: published.next))
+                return (.success(.page(page, next: published.next)), fetchedHere)
             case .notYet:
-                return .success(.notYet)
+                return (.success(.notYet), true)
             case .unreachable:
-                return .success(try await fetchFromSource())
+                return (await fetchFromSource(), true)
             }
+        } catch {
+            // What `obtainPage` throws is the adapter's failure, or the end of a wait (cancelled).
+            return (.failure(error), !(error is CancellationError))
+        }
+    }
+
+    private func fetchFromSource() async -> Result<Outcome, any Error> {
+        do {
+            return .success(try await askSource())
         } catch {
             return .failure(error)
         }
     }
 
-    private func fetchFromSource() async throws -> Outcome {
+    private func askSource() async throws -> Outcome {
         switch try await adapter.fetch(request) {
         case .notYet:
             return .notYet

@@ -107,7 +107,8 @@ public struct FleetPage: Sendable {
 
 /// What ``FleetLink/obtainPage(feed:generation:page:fetch:)`` came back with.
 public enum FleetPageOutcome: Sendable {
-    case page(FleetPage)
+    /// `fetchedHere`: this instance fetched it from the upstream (else another one had).
+    case page(FleetPage, fetchedHere: Bool)
     /// The instance that fetched it found nothing there yet (a live source at its newest page).
     case notYet
     /// The fleet cannot be reached; nothing was fetched.
