@@ -104,7 +104,8 @@ let package = Package(
         .executableTarget(name: "feedd-state-torture", dependencies: ["FeedState", "FeedKit"], path: "Tests/StateTorture"),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
         .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport", "FeedKit"]),
-        .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit"]),
+        // FeedCluster: FleetTests read the pages feedd publishes as any NATS client would.
+        .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit", "FeedCluster"]),
     ],
     cxxLanguageStandard: .cxx17
 )

@@ -1,3 +1,4 @@
+import FeedCluster
 import FeedKit
 import Foundation
 import Glibc
@@ -93,6 +94,46 @@ import TestSupport
         // Each instance counts the requests it made itself.
         #expect(try Self.status(first)["feeds"]?.arrayValue?.first?["upstream_requests"] == 3)
         #expect(try Self.status(second)["feeds"]?.arrayValue?.first?["upstream_requests"] == 0)
+    }
+
+    @Test func every_page_is_published_on_its_subject_as_the_exact_page_line() async throws {
+        let upstream = try LoopbackUpstream()
+        let nats = try NATSServer()
+        defer { nats.stop() }
+        let daemon = try Self.instance([nats.url], upstream)
+        let reader = try await NATSClient.connect(NATSClient.Options(servers: [nats.url], name: "reader"))
+        let messages = await reader.subscribe(to: "feedd.test.pages.users.>")
+        let client = try daemon.connect()
+        try client.send("next users 2")
+        try client.expect("subscribed")
+        let pages = try [client.expect("page"), client.expect("page")]
+        var iterator = messages.makeAsyncIterator()
+        for page in pages {
+            let message = try #require(await iterator.next())
+            #expect(message.subject == "feedd.test.pages.users.\(page["generation"]?.integerValue ?? 0).\(page["page"]?.integerValue ?? 0)")
+            #expect(message.payload.last == UInt8(ascii: "\n"))
+            #expect(try JSONValue(parsing: message.payload) == page)
+        }
+        await reader.close()
+    }
+
+    @Test func an_instance_whose_definition_differs_serves_the_feed_alone_and_says_why() throws {
+        let upstream = try LoopbackUpstream()
+        let nats = try NATSServer()
+        defer { nats.stop() }
+        _ = try Self.instance([nats.url], upstream)
+        let other = try Self.instance([nats.url], upstream, waitUntilJoined: false, feeds: """
+            [feeds.users]
+            source = "randomuser"
+            url = "\(upstream.baseURL)/api/"
+            results = 5
+            """)
+        try other.log.waitForLine(containing: "serving this feed alone")
+        #expect(try Self.status(other)["cluster"]?["alone"] == ["users"])
+        let client = try other.connect()
+        try client.send("next users 1")
+        try client.expect("subscribed")
+        #expect(try client.expect("page")["items"]?.arrayValue?.count == 5)
     }
 
     @Test func a_page_one_instance_publishes_reaches_a_follower_on_another_at_once() throws {
