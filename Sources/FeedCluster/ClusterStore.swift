@@ -370,9 +370,11 @@ public final class ClusterStore: Sendable {
         try await client.purge(stream: pageStream, subject: "\(pageSubjectPrefix).\(feed).\(generation).>")
     }
 
-    /// Every page of `feed` published from now on, by any instance, while connected.
-    public func pages(of feed: String) async -> AsyncStream<PublishedPage> {
-        let messages = await client.subscribe(to: "\(pageSubjectPrefix).\(feed).>")
+    /// Every page of `feed` (of every feed, if nil) published from now on, by any instance,
+    /// while connected. Each call is a subscription of its own, with a thread of its own: an
+    /// instance with many feeds subscribes once for all of them.
+    public func pages(of feed: String?) async -> AsyncStream<PublishedPage> {
+        let messages = await client.subscribe(to: "\(pageSubjectPrefix).\(feed ?? ">")\(feed == nil ? "" : ".>")")
         let prefixTokens = pageSubjectPrefix.split(separator: ".").count
         return AsyncStream { continuation in
             let forwarding = Task {
@@ -381,8 +383,8 @@ public final class ClusterStore: Sendable {
                     guard tokens.count == prefixTokens + 3, let generation = Int(tokens[prefixTokens + 1]),
                         let number = Int(tokens[prefixTokens + 2])
                     else { continue }
-                    continuation.yield(
-                        PublishedPage(page: PageAddress(feed: feed, generation: generation, page: number), line: message.payload, headers: Self.publisherHeaders(message.headers)))
+                    let page = PageAddress(feed: String(tokens[prefixTokens]), generation: generation, page: number)
+                    continuation.yield(PublishedPage(page: page, line: message.payload, headers: Self.publisherHeaders(message.headers)))
                 }
                 continuation.finish()
             }

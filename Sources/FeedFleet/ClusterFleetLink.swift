@@ -2,6 +2,7 @@ import FeedCluster
 import FeedEngine
 import FeedKit
 import Foundation
+import Synchronization
 
 /// The engine's ``FleetLink`` on a ``ClusterStore`` (SPEC §8).
 ///
@@ -14,6 +15,8 @@ public final class ClusterFleetLink: FleetLink {
     public let store: ClusterStore
     private let logger: Logger
     private let board = PublicationBoard()
+    /// Who reads the pages of each feed, and whether the subscription that feeds them is up.
+    private let readers = Mutex<(byFeed: [String: [UUID: AsyncStream<FleetPage>.Continuation]], isSubscribed: Bool)>(([:], false))
     /// The header that carries what the engine needs to page on from a published page.
     static let pageHeader = "Feedd-Page"
 
@@ -195,17 +198,29 @@ public final class ClusterFleetLink: FleetLink {
 
     private static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1_000) }
 
+    /// One subscription to every feed's pages, started with the first feed that asks, serves
+    /// them all (a subscription costs a thread).
     public func publishedPages(of feed: String) -> AsyncStream<FleetPage> {
-        AsyncStream { continuation in
-            let forwarding = Task { [store, board] in
-                for await published in await store.pages(of: feed) {
-                    if let page = Self.fleetPage(published) { continuation.yield(page) }
+        let (pages, continuation) = AsyncStream.makeStream(of: FleetPage.self)
+        let id = UUID()
+        let isFirst = readers.withLock { readers in
+            defer { readers.isSubscribed = true }
+            readers.byFeed[feed, default: [:]][id] = continuation
+            return !readers.isSubscribed
+        }
+        continuation.onTermination = { [weak self] _ in self?.readers.withLock { _ = $0.byFeed[feed]?.removeValue(forKey: id) } }
+        if isFirst {
+            Task { [store, board] in
+                for await published in await store.pages(of: nil) {
+                    if let page = Self.fleetPage(published) {
+                        for reader in self.readers.withLock({ Array(($0.byFeed[page.feed] ?? [:]).values) }) { reader.yield(page) }
+                    }
                     board.published(published.page)
                 }
-                continuation.finish()
+                for reader in self.readers.withLock({ $0.byFeed.values.flatMap(\.values) }) { reader.finish() }
             }
-            continuation.onTermination = { _ in forwarding.cancel() }
         }
+        return pages
     }
 
     static func header(of page: FleetPage) -> String {
