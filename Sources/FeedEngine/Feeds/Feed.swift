@@ -753,9 +753,10 @@ extension Feed {
     public var keepsCursors: Bool { keepsCursorsInFleet || store != nil }
 
     /// Makes this shared feed part of `fleet`: it joins the fleet's generation as soon as the
-    /// fleet can be reached, and serves alone until then.
+    /// fleet can be reached, and serves alone until then. A feed that gathers others (`merge`)
+    /// is computed on each instance from its members (SPEC §8), which are shared themselves.
     func attach(to fleet: FleetLink) {
-        guard settings.shared, self.fleet == nil else { return }
+        guard settings.shared, memberFeeds.isEmpty, self.fleet == nil else { return }
         self.fleet = fleet
         joinFleet()
     }
