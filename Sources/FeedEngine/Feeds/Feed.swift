@@ -59,6 +59,9 @@ public final class Feed {
     private var fleet: FleetLink?
     private var membership = FleetMembership.joining
     private var isJoining = false
+    /// Set once a join failed although the fleet was reachable (say, without JetStream), so that
+    /// is logged once, not every second.
+    private var joinFailureLogged = false
     /// Brings the pages other instances publish into this feed's cache.
     private var publishedPagesWatch: Task<Void, Never>?
     /// Refreshes of this instance on their way to the fleet, and the newest generation the fleet
@@ -773,6 +776,10 @@ extension Feed {
                 joined(generation)
             } catch {
                 isJoining = false
+                if fleet.isConnected, !joinFailureLogged {
+                    joinFailureLogged = true
+                    logger.warning("cannot join the fleet \"\(fleet.name)\" yet, serving alone and trying again every second: \(error)")
+                }
                 try? await clock.sleep(until: clock.now + .seconds(1))
                 joinFleet()
             }
