@@ -19,6 +19,14 @@ import FeedState
 /// Fetching is demand-driven: the feed fetches the lowest page some subscription waits for, else
 /// the lowest it wants prefetched, one request at a time, so any number of subscribers at the
 /// same page cause one upstream request and nothing is fetched while nobody moves.
+///
+/// A shared feed of a daemon in a fleet (SPEC §8) keeps this state machine: its fetch call asks
+/// the ``FleetLink`` for the page (published already, else fetched here under the page's lease
+/// and published, else awaited from the instance holding the lease), and its wait for a polled
+/// source's new data takes turns with the other instances. What the fleet decides reaches the
+/// feed as events on the main actor: a generation started anywhere (``adoptFleetGeneration(_:)``),
+/// a page published anywhere (cached for the subscribers here), a consumer claimed elsewhere
+/// (``takeOver(_:)``). Its consumers' cursors are the fleet's.
 @MainActor
 public final class Feed {
     public private(set) var settings: FeedSettings
