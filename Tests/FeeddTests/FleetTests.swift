@@ -276,9 +276,12 @@ import TestSupport
         try reader.send("next users 1")
         #expect(try reader.expect("page")["page"] == 3)
         #expect(try reader.request(["op": "ack", "feed": "users", "page": 3])["code"] == "store_failed")
+        // The implicit ack of the next `next` cannot be stored either: no page is sent.
+        #expect(try reader.request("next users 1")["code"] == "store_failed")
         let other = try first.connect()
         #expect(try other.request(["op": "subscribe", "feed": "users", "consumer": "other"])["code"] == "store_failed")
         #expect(try other.request(["op": "refresh", "feed": "users"])["code"] == "store_failed")
+        #expect(try other.request(["op": "forget", "feed": "users", "consumer": "app"])["code"] == "store_failed")
         // Readers without a consumer are still served, from this instance alone.
         let anonymous = try first.connect()
         try anonymous.send("next users 1")
