@@ -66,6 +66,8 @@ let package = Package(
 
         // Feeds, prefetch, shared fetches, cursors, configuration.
         .target(name: "FeedEngine", dependencies: ["FeedKit", "FeedState", "CTOMLShim"]),
+        // The engine's FleetLink on FeedCluster's JetStream store: shared generations, pages, cursors.
+        .target(name: "FeedFleet", dependencies: ["FeedEngine", "FeedCluster", "FeedKit"]),
         // The Unix socket, connections, the line protocol and flow control.
         .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedState", "FeedKit", "FeedClient", "CEventLoop"]),
         // epoll, eventfd and libdispatch's main-queue hooks, for the event loop.
@@ -78,7 +80,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "FeedKit", "FeedEngine", "FeedState", "FeedServer", "SystemdSupport",
+                "FeedKit", "FeedEngine", "FeedState", "FeedServer", "SystemdSupport", "FeedFleet",
                 "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter", "HTTPAdapter", "RSSAdapter",
                 "MergeAdapter",
             ]),
@@ -105,7 +107,8 @@ let package = Package(
         .executableTarget(name: "feedd-state-torture", dependencies: ["FeedState", "FeedKit"], path: "Tests/StateTorture"),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
         .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport", "FeedKit"]),
-        .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit"]),
+        // FeedCluster: FleetTests read the pages feedd publishes as any NATS client would.
+        .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit", "FeedCluster"]),
     ],
     cxxLanguageStandard: .cxx17
 )

@@ -1,4 +1,5 @@
 import FeedEngine
+import FeedFleet
 import FeedKit
 import FeedServer
 import FeedState
@@ -20,6 +21,10 @@ final class Daemon {
     private var directory: FeedDirectory?
     private var server: Server?
     private var store: StateStore?
+    /// The fleet of a daemon with `[cluster]` (SPEC §8), once connecting to it has begun.
+    private var fleet: ClusterFleetLink?
+    /// The `[cluster]` the daemon started with: a reload does not change it.
+    private var startingCluster: ClusterSettings?
     private var metricsFileWriter: MetricsFileWriter?
     /// The running configuration's `daemon.metrics_file`, changed by a reload.
     private var metricsFile: String?
@@ -77,6 +82,7 @@ final class Daemon {
         self.directory = directory
         feedReader.directory = directory
         directory.apply(configuration.feeds)
+        if let cluster = configuration.cluster { joinFleet(cluster, directory: directory) }
         let server = Server(directory: directory, settings: ServerSettings(daemon: configuration.daemon), logger: logger, loop: loop)
         self.server = server
         server.start(listeningOn: listeningDescriptor)
@@ -95,6 +101,28 @@ final class Daemon {
         // The event loop serves the sockets and the main queue, so the main actor, with the
         // signals still blocked.
         loop.run()
+    }
+
+    /// Connects to the fleet's NATS cluster in the background: the socket is served meanwhile, and
+    /// an unreachable cluster is retried for as long as the daemon runs (SPEC §8).
+    private func joinFleet(_ cluster: ClusterSettings, directory: FeedDirectory) {
+        directory.clusterName = cluster.name
+        startingCluster = cluster
+        let instance = "\(ProcessInfo.processInfo.hostName)-\(getpid())"
+        let logger = logger.labelled("fleet")
+        Task {
+            do {
+                let fleet = try await ClusterFleetLink.connect(cluster, instance: instance, logger: logger)
+                self.fleet = fleet
+                logger.notice(
+                    "fleet \"\(cluster.name)\" as instance \(instance): "
+                        + (fleet.isConnected ? "connected" : "not reachable yet (\(cluster.servers.joined(separator: ", "))); shared feeds are served alone meanwhile"))
+                directory.attach(fleet)
+                publishStatus()
+            } catch {
+                logger.error("cannot join the fleet \"\(cluster.name)\": \(error); every feed is served alone")
+            }
+        }
     }
 
     /// Each client takes a descriptor, and feeds, the state store and upstream connections take
@@ -227,6 +255,9 @@ final class Daemon {
             reloadProblem = nil
             directory?.apply(configuration.feeds)
             logger.notice("configuration reloaded: \(configuration.feeds.count) feeds")
+            if configuration.cluster != startingCluster {
+                logger.warning("[cluster] changed: the daemon keeps the one it started with until it is restarted")
+            }
         case .failure(let error):
             for problem in error.problems { logger.error("reload rejected, keeping the running configuration: \(problem)") }
             reloadProblem = "reload rejected: \(error.problems.first?.description ?? "invalid configuration")"
@@ -246,6 +277,9 @@ final class Daemon {
             feed.health.lastError.map { "\(feed.name) \(feed.health.state.rawValue): \($0)" } ?? "\(feed.name) \(feed.health.state.rawValue)"
         }
         if !states.isEmpty { text += "; " + states.joined(separator: ", ") + (feeds.count > 8 ? ", …" : "") }
+        if let clusterName = directory?.clusterName {
+            text += "; cluster \(clusterName) \(fleet?.isConnected == true ? "connected" : "disconnected")"
+        }
         if let reloadProblem { text += "; \(reloadProblem)" }
         guard text != lastStatus else { return }
         lastStatus = text

@@ -10,7 +10,7 @@ import Synchronization
 // | what        | where                                   | key / subject                         | value                                          |
 // |-------------|-----------------------------------------|---------------------------------------|------------------------------------------------|
 // | pages       | stream `feedd-N-pages`                  | `feedd.N.pages.<feed>.<gen>.<page>`   | the exact page line                            |
-// | leases      | bucket `feedd-N-leases`                 | `<feed>.<gen>.<page>`                 | `{"holder":"<instance>","expires_ms":<unix ms>}`|
+// | leases      | bucket `feedd-N-leases`                 | `<feed>.<gen>.<page>` (`.look`)       | `{"holder":"<instance>","expires_ms":<unix ms>}`|
 // | generations | bucket `feedd-N-generations`            | `<feed>`                              | `{"generation":G,"seed":"…","fingerprint":"…"}` |
 // | cursors     | bucket `feedd-N-cursors`                | `<feed>.<consumer, escaped>`          | `{"generation":G,"page":P}`                    |
 // | consumers   | bucket `feedd-N-consumers`              | `<feed>.<consumer, escaped>`          | `{"feed":…,"consumer":…,"instance":…}`         |
@@ -31,6 +31,13 @@ import Synchronization
 // and a late release by a dead holder's `delete` could not be made conditional. The buckets'
 // MaxAge (an hour, or 4 leases if longer) only sweeps away old leases. The cost: expiry is
 // compared with each host's clock, so hosts need NTP; a skew of s moves a takeover by s.
+//
+// A polled source's looks (is there a page past the last one yet?) take a lease of their own,
+// the page's key plus `.look`: one instance looks at a time, the others wait for its
+// publication, and the fetch that follows a look takes the page's lease as any fetch does.
+//
+// Pages are published with a `Feedd-Page` header saying how to page on from them (see
+// FeedFleet's ClusterFleetLink); `publishedPage(_:)` and `pages(of:)` hand it back.
 //
 // A consumer is served by one instance at a time: subscribing claims it (a plain put; the
 // last claim in the bucket's order wins), and every instance watches the claims and drops its
@@ -157,18 +164,20 @@ public final class ClusterStore: Sendable {
 
     // MARK: Fetch leases
 
-    /// Tries to become the one instance that fetches `page`.
-    public func acquireLease(_ page: PageAddress) async throws(NATSError) -> LeaseOutcome {
+    /// Tries to become the one instance that fetches `page` (or, for `.look`, that looks
+    /// whether a polled source has it yet).
+    public func acquireLease(_ page: PageAddress, for purpose: LeasePurpose = .fetch) async throws(NATSError) -> LeaseOutcome {
         let leases = try await opened().leases
-        let key = page.key
+        let key = FeedLease.key(of: page, for: purpose)
         // Each round either wins or learns a newer revision; a few rounds cover any realistic race.
         for _ in 0..<4 {
-            let lease = FeedLease(page: page, holder: configuration.instance, expires: Self.now + configuration.lease.milliseconds, revision: 0)
+            let lease = FeedLease(
+                page: page, purpose: purpose, holder: configuration.instance, expires: Self.now + configuration.lease.milliseconds, revision: 0)
             do {
                 return .acquired(lease.with(revision: try await leases.create(key, value: lease.value)))
             } catch where error.code == .conflict {}
             guard let entry = try await leases.entry(key) else { continue }
-            let current = FeedLease(page: page, entry: entry)
+            let current = FeedLease(page: page, purpose: purpose, entry: entry)
             if let current, current.holder != configuration.instance, current.expires > Self.now {
                 return .heldElsewhere(holder: current.holder, untilUnixMilliseconds: current.expires)
             }
@@ -182,16 +191,15 @@ public final class ClusterStore: Sendable {
     /// Extends `lease` by the configured length from now. Throws ``NATSError/Code/conflict`` if
     /// it expired and another instance took it over: stop fetching, that one will publish.
     public func renewLease(_ lease: FeedLease) async throws(NATSError) -> FeedLease {
-        let renewed = FeedLease(page: lease.page, holder: lease.holder, expires: Self.now + configuration.lease.milliseconds, revision: 0)
-        let revision = try await opened().leases.update(lease.page.key, to: renewed.value, expecting: lease.revision)
+        let renewed = lease.until(Self.now + configuration.lease.milliseconds)
+        let revision = try await opened().leases.update(lease.key, to: renewed.value, expecting: lease.revision)
         return renewed.with(revision: revision)
     }
 
     /// Gives `lease` up so another instance may take it at once; a no-op if it was taken over.
     public func releaseLease(_ lease: FeedLease) async throws(NATSError) {
-        let released = FeedLease(page: lease.page, holder: lease.holder, expires: 0, revision: 0)
         do {
-            _ = try await opened().leases.update(lease.page.key, to: released.value, expecting: lease.revision)
+            _ = try await opened().leases.update(lease.key, to: lease.until(0).value, expecting: lease.revision)
         } catch where error.code == .conflict {}
     }
 
@@ -202,13 +210,16 @@ public final class ClusterStore: Sendable {
         try await opened().generations.entry(feed).flatMap(FeedGeneration.init(entry:))
     }
 
-    /// Starts the generation after `current` (or the first, if nil) with `seed`. If another
-    /// instance started one first (a concurrent refresh, or a join), returns that one instead.
+    /// Starts the generation after `current` (or the first, numbered `firstNumber`, if nil) with
+    /// `seed`. If another instance started one first (a concurrent refresh, or a join), returns
+    /// that one instead. The first instance to join a feed numbers the fleet's first generation
+    /// after the one it was serving, so its subscribers never see the number go back.
     public func startGeneration(
-        of feed: String, replacing current: FeedGeneration?, seed: String, fingerprint: String
+        of feed: String, replacing current: FeedGeneration?, seed: String, fingerprint: String, firstNumber: Int = 1
     ) async throws(NATSError) -> FeedGeneration {
         let generations = try await opened().generations
-        let next = FeedGeneration(feed: feed, generation: (current?.generation ?? 0) + 1, seed: seed, fingerprint: fingerprint, revision: 0)
+        let number = current.map { $0.generation + 1 } ?? firstNumber
+        let next = FeedGeneration(feed: feed, generation: number, seed: seed, fingerprint: fingerprint, revision: 0)
         do {
             let revision =
                 if let current {
@@ -327,10 +338,13 @@ public final class ClusterStore: Sendable {
         "\(pageSubjectPrefix).\(page.key)"
     }
 
-    /// Stores `line` as `page`, unless that page was already published (then the first stays).
-    public func publishPage(_ page: PageAddress, line: [UInt8]) async throws(NATSError) -> PagePublication {
+    /// Stores `line` as `page`, with `headers` (what the fleet needs to know about the page
+    /// besides its line, see FeedFleet), unless that page was already published (then the first stays).
+    public func publishPage(_ page: PageAddress, line: [UInt8], headers: [String: String] = [:]) async throws(NATSError) -> PagePublication {
         _ = try await opened()
-        switch try await client.publish(subject: subject(of: page), payload: line, messageID: page.key, onlyIfSubjectIsEmpty: true) {
+        let outcome = try await client.publish(
+            subject: subject(of: page), payload: line, headers: headers, messageID: page.key, onlyIfSubjectIsEmpty: true)
+        switch outcome {
         case .stored: return .published
         case .duplicate: return .alreadyPublished
         }
@@ -338,8 +352,15 @@ public final class ClusterStore: Sendable {
 
     /// The line of `page` as published by any instance, or nil if it was not published yet.
     public func page(_ page: PageAddress) async throws(NATSError) -> [UInt8]? {
+        try await publishedPage(page)?.line
+    }
+
+    /// `page` as published by any instance, with its headers, or nil if it was not published yet.
+    public func publishedPage(_ page: PageAddress) async throws(NATSError) -> PublishedPage? {
         _ = try await opened()
-        return try await client.lastMessage(stream: pageStream, subject: subject(of: page))
+        return try await client.lastMessage(stream: pageStream, subject: subject(of: page)).map {
+            PublishedPage(page: page, line: $0.payload, headers: Self.publisherHeaders($0.headers))
+        }
     }
 
     /// Removes the pages of an old generation of `feed` from the stream, once no instance serves
@@ -349,9 +370,11 @@ public final class ClusterStore: Sendable {
         try await client.purge(stream: pageStream, subject: "\(pageSubjectPrefix).\(feed).\(generation).>")
     }
 
-    /// Every page of `feed` published from now on, by any instance, while connected.
-    public func pages(of feed: String) async -> AsyncStream<PublishedPage> {
-        let messages = await client.subscribe(to: "\(pageSubjectPrefix).\(feed).>")
+    /// Every page of `feed` (of every feed, if nil) published from now on, by any instance,
+    /// while connected. Each call is a subscription of its own, with a thread of its own: an
+    /// instance with many feeds subscribes once for all of them.
+    public func pages(of feed: String?) async -> AsyncStream<PublishedPage> {
+        let messages = await client.subscribe(to: "\(pageSubjectPrefix).\(feed ?? ">")\(feed == nil ? "" : ".>")")
         let prefixTokens = pageSubjectPrefix.split(separator: ".").count
         return AsyncStream { continuation in
             let forwarding = Task {
@@ -360,12 +383,18 @@ public final class ClusterStore: Sendable {
                     guard tokens.count == prefixTokens + 3, let generation = Int(tokens[prefixTokens + 1]),
                         let number = Int(tokens[prefixTokens + 2])
                     else { continue }
-                    continuation.yield(PublishedPage(page: PageAddress(feed: feed, generation: generation, page: number), line: message.payload))
+                    let page = PageAddress(feed: String(tokens[prefixTokens]), generation: generation, page: number)
+                    continuation.yield(PublishedPage(page: page, line: message.payload, headers: Self.publisherHeaders(message.headers)))
                 }
                 continuation.finish()
             }
             continuation.onTermination = { _ in forwarding.cancel() }
         }
+    }
+
+    /// The headers the publisher gave a page, without those JetStream uses itself (`Nats-…`).
+    private static func publisherHeaders(_ headers: [String: String]) -> [String: String] {
+        headers.filter { !$0.key.hasPrefix("Nats-") }
     }
 
     private static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1_000) }

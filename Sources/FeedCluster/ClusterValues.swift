@@ -18,9 +18,19 @@ public struct PageAddress: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "feed \(feed) generation \(generation) page \(page)" }
 }
 
-/// The right to fetch one page, held by one instance until `expires` unless renewed.
+/// What a lease is for: fetching a page, or looking whether a live source has it yet.
+public enum LeasePurpose: Sendable, Equatable {
+    /// Fetching the page from the upstream; the key is `<feed>.<gen>.<page>`.
+    case fetch
+    /// Waiting for a polled source to have the page (its `poll` looks); the key is
+    /// `<feed>.<gen>.<page>.look`, so a look never holds up the fetch that follows it.
+    case look
+}
+
+/// The right to fetch one page (or to look for it), held by one instance until `expires` unless renewed.
 public struct FeedLease: Sendable, Equatable {
     public let page: PageAddress
+    public let purpose: LeasePurpose
     /// The instance holding it.
     public let holder: String
     /// Unix time in milliseconds; 0 once released.
@@ -28,24 +38,37 @@ public struct FeedLease: Sendable, Equatable {
     /// The key's revision this lease was written at; renew and release expect it.
     public let revision: UInt64
 
-    init(page: PageAddress, holder: String, expires: Int64, revision: UInt64) {
+    init(page: PageAddress, purpose: LeasePurpose = .fetch, holder: String, expires: Int64, revision: UInt64) {
         self.page = page
+        self.purpose = purpose
         self.holder = holder
         self.expires = expires
         self.revision = revision
     }
 
-    init?(page: PageAddress, entry: KeyValueBucket.Entry) {
+    init?(page: PageAddress, purpose: LeasePurpose, entry: KeyValueBucket.Entry) {
         guard let json = try? JSONValue(parsing: entry.value), let holder = json["holder"]?.stringValue,
             let expires = json["expires_ms"]?.integerValue
         else { return nil }
-        self.init(page: page, holder: holder, expires: expires, revision: entry.revision)
+        self.init(page: page, purpose: purpose, holder: holder, expires: expires, revision: entry.revision)
+    }
+
+    /// Its key in the leases bucket.
+    var key: String { Self.key(of: page, for: purpose) }
+
+    static func key(of page: PageAddress, for purpose: LeasePurpose) -> String {
+        purpose == .look ? page.key + ".look" : page.key
     }
 
     var value: [UInt8] { JSONValue.object(["holder": .string(holder), "expires_ms": .integer(expires)]).serialized }
 
+    /// The same lease, held until `expires`.
+    func until(_ expires: Int64) -> FeedLease {
+        FeedLease(page: page, purpose: purpose, holder: holder, expires: expires, revision: 0)
+    }
+
     func with(revision: UInt64) -> FeedLease {
-        FeedLease(page: page, holder: holder, expires: expires, revision: revision)
+        FeedLease(page: page, purpose: purpose, holder: holder, expires: expires, revision: revision)
     }
 }
 
@@ -154,9 +177,12 @@ public struct PublishedPage: Sendable, Equatable {
     public let page: PageAddress
     /// The exact page line.
     public let line: [UInt8]
+    /// What the publisher said about the page besides its line.
+    public let headers: [String: String]
 
-    public init(page: PageAddress, line: [UInt8]) {
+    public init(page: PageAddress, line: [UInt8], headers: [String: String] = [:]) {
         self.page = page
         self.line = line
+        self.headers = headers
     }
 }

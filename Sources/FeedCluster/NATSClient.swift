@@ -38,10 +38,12 @@ public final class NATSClient: Sendable {
         }
     }
 
-    /// A received message: its subject and its payload, copied out of libnats.
+    /// A received message: its subject, its payload and its headers, copied out of libnats.
     public struct Message: Sendable, Equatable {
         public let subject: String
         public let payload: [UInt8]
+        /// Each header's first value.
+        public var headers: [String: String] = [:]
     }
 
     /// What a ``publish(subject:payload:messageID:onlyIfSubjectIsEmpty:)`` did.
@@ -169,11 +171,12 @@ public final class NATSClient: Sendable {
         return KeyValueBucket(client: self, store: store, name: configuration.name)
     }
 
-    /// Publishes `payload` on `subject` into the stream that captures it and waits for the
-    /// stream's acknowledgement. `messageID` de-duplicates within the stream's duplicate window;
-    /// `onlyIfSubjectIsEmpty` refuses the message, for good, when the subject already holds one.
+    /// Publishes `payload` (with `headers`) on `subject` into the stream that captures it and
+    /// waits for the stream's acknowledgement. `messageID` de-duplicates within the stream's
+    /// duplicate window; `onlyIfSubjectIsEmpty` refuses the message, for good, when the subject
+    /// already holds one.
     public func publish(
-        subject: String, payload: [UInt8], messageID: String, onlyIfSubjectIsEmpty: Bool
+        subject: String, payload: [UInt8], headers: [String: String] = [:], messageID: String, onlyIfSubjectIsEmpty: Bool
     ) async throws(NATSError) -> PublishOutcome {
         let operation = "publish on \"\(subject)\""
         return try await perform(operation) { handles throws(NATSError) in
@@ -184,9 +187,15 @@ public final class NATSClient: Sendable {
                 options.MsgId = id
                 var acknowledgement: UnsafeMutablePointer<jsPubAck>?
                 var serverError = jsErrCode(rawValue: 0)
-                let status = payload.withUnsafeBytes {
-                    js_Publish(&acknowledgement, handles.jetStream, subject, $0.baseAddress, Int32($0.count), &options, &serverError)
+                var message: OpaquePointer?
+                var status = payload.withUnsafeBytes {
+                    natsMsg_Create(&message, subject, nil, $0.baseAddress?.assumingMemoryBound(to: CChar.self), Int32($0.count))
                 }
+                defer { natsMsg_Destroy(message) }
+                for (name, value) in headers.sorted(by: { $0.key < $1.key }) where status == NATS_OK {
+                    status = natsMsgHeader_Set(message, name, value)
+                }
+                if status == NATS_OK { status = js_PublishMsg(&acknowledgement, handles.jetStream, message, &options, &serverError) }
                 defer { jsPubAck_Destroy(acknowledgement) }
                 if status == NATS_OK, let acknowledgement {
                     return .success(acknowledgement.pointee.Duplicate ? .duplicate : .stored(sequence: acknowledgement.pointee.Sequence))
@@ -200,12 +209,12 @@ public final class NATSClient: Sendable {
         }
     }
 
-    /// The payload of the last message on `subject` in `stream`, or nil if it has none.
+    /// The last message on `subject` in `stream`, or nil if it has none.
     /// Read with a direct get, which any replica answers, not only the stream's leader.
-    public func lastMessage(stream: String, subject: String) async throws(NATSError) -> [UInt8]? {
+    public func lastMessage(stream: String, subject: String) async throws(NATSError) -> Message? {
         let operation = "read the last message on \"\(subject)\" from stream \"\(stream)\""
         return try await perform(operation) { handles throws(NATSError) in
-            let result: Result<[UInt8]?, NATSError> = subject.withCString { subjectPointer in
+            let result: Result<Message?, NATSError> = subject.withCString { subjectPointer in
                 var options = jsDirectGetMsgOptions()
                 jsDirectGetMsgOptions_Init(&options)
                 options.LastBySubject = subjectPointer
@@ -214,7 +223,7 @@ public final class NATSClient: Sendable {
                 defer { natsMsg_Destroy(message) }
                 if status == NATS_NOT_FOUND { return .success(nil) }
                 guard status == NATS_OK, let message else { return .failure(NATSError(status: status, operation: operation)) }
-                return .success(Self.payload(of: message))
+                return .success(Self.copy(message))
             }
             return try result.get()
         }
@@ -259,7 +268,7 @@ public final class NATSClient: Sendable {
                 switch status {
                 case NATS_OK:
                     guard let message else { return .idle }
-                    return .element(Message(subject: String(cString: natsMsg_GetSubject(message)), payload: Self.payload(of: message)))
+                    return .element(Self.copy(message))
                 case NATS_TIMEOUT, NATS_SLOW_CONSUMER: return .idle
                 default: return .broken
                 }
@@ -280,6 +289,22 @@ public final class NATSClient: Sendable {
         }
         await pump.firstOpenTried()
         return stream
+    }
+
+    /// A message's subject, payload and headers, copied out of libnats.
+    static func copy(_ message: OpaquePointer) -> Message {
+        var headers: [String: String] = [:]
+        var keys: UnsafeMutablePointer<UnsafePointer<CChar>?>?
+        var count: Int32 = 0
+        if natsMsgHeader_Keys(message, &keys, &count) == NATS_OK, let keys {
+            for index in 0..<Int(count) {
+                guard let key = keys[index] else { continue }
+                var value: UnsafePointer<CChar>?
+                if natsMsgHeader_Get(message, key, &value) == NATS_OK, let value { headers[String(cString: key)] = String(cString: value) }
+            }
+            free(keys)
+        }
+        return Message(subject: String(cString: natsMsg_GetSubject(message)), payload: payload(of: message), headers: headers)
     }
 
     static func payload(of message: OpaquePointer) -> [UInt8] {

@@ -30,4 +30,9 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         self.kind = kind
         self.description = description
     }
+
+    /// A store that cannot be reached now, such as a fleet's cluster (SPEC §8): retrying later may work.
+    public static func unavailable(_ description: String) -> StoreError {
+        StoreError(.unavailable, description)
+    }
 }

@@ -19,6 +19,14 @@ import FeedState
 /// Fetching is demand-driven: the feed fetches the lowest page some subscription waits for, else
 /// the lowest it wants prefetched, one request at a time, so any number of subscribers at the
 /// same page cause one upstream request and nothing is fetched while nobody moves.
+///
+/// A shared feed of a daemon in a fleet (SPEC §8) keeps this state machine: its fetch call asks
+/// the ``FleetLink`` for the page (published already, else fetched here under the page's lease
+/// and published, else awaited from the instance holding the lease), and its wait for a polled
+/// source's new data takes turns with the other instances. What the fleet decides reaches the
+/// feed as events on the main actor: a generation started anywhere (``adoptFleetGeneration(_:)``),
+/// a page published anywhere (cached for the subscribers here), a consumer claimed elsewhere
+/// (``takeOver(_:)``). Its consumers' cursors are the fleet's.
 @MainActor
 public final class Feed {
     public private(set) var settings: FeedSettings
@@ -54,6 +62,20 @@ public final class Feed {
     private var consecutiveFailures = 0
     /// The one task that gives up calls past their deadline (see ``watchDeadlines()``).
     private var deadlineWatch: (id: Int, task: Task<Void, Never>)?
+
+    /// The fleet this shared feed is part of (SPEC §8); nil for a feed served alone.
+    private var fleet: FleetLink?
+    private var membership = FleetMembership.joining
+    private var isJoining = false
+    /// Set once a join failed although the fleet was reachable (say, without JetStream), so that
+    /// is logged once, not every second.
+    private var joinFailureLogged = false
+    /// Brings the pages other instances publish into this feed's cache.
+    private var publishedPagesWatch: Task<Void, Never>?
+    /// Refreshes of this instance on their way to the fleet, and the newest generation the fleet
+    /// announced meanwhile: held back so the requester's `refreshed` carries its request's id.
+    private var fleetRefreshesInFlight = 0
+    private var heldBackGeneration: FleetGeneration?
 
     public private(set) var health: FeedHealth = .ok
     /// What the feed has done since it started, for `status` and the metrics.
@@ -115,7 +137,8 @@ public final class Feed {
     }
 
     private func storedCursor(of consumer: String) -> Int? {
-        store?.cursor(feed: name, consumer: consumer).map { $0.generation == generation ? $0.cursor : 0 }
+        if keepsCursorsInFleet { return nil }
+        return store?.cursor(feed: name, consumer: consumer).map { $0.generation == generation ? $0.cursor : 0 }
     }
 
     /// Stores a consumer's starting point before it is confirmed.
@@ -132,7 +155,7 @@ public final class Feed {
     /// cursor land over a newer one). Cursors asked for meanwhile are merged into the next write,
     /// the latest winning, and share its sync; different consumers' writes share the store's.
     func storeCursor(consumer: String, cursor: Int, generation: Int) async throws(StoreError) {
-        guard store != nil else { return }
+        guard keepsCursors else { return }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, StoreError>, Never>) in
             cursorWrites[consumer, default: CursorWrites()].queue(cursor: cursor, generation: generation, waiter: continuation)
             if cursorWrites[consumer]?.inFlight == false { startCursorWrite(for: consumer) }
@@ -165,6 +188,11 @@ public final class Feed {
     /// Writes a cursor after the generation and the pages up to it (the store accepts no
     /// cursor past the pages it knows).
     private func writeCursor(consumer: String, cursor: Int, generation: Int) async throws(StoreError) {
+        if keepsCursorsInFleet {
+            return try await fleetCall { fleet throws(FleetError) in
+                try await fleet.advanceCursor(feed: name, consumer: consumer, to: FleetCursor(generation: generation, page: cursor))
+            }
+        }
         guard let store else { return }
         if store.feed(name)?.generation != generation, generation == self.generation {
             try await store.startGeneration(feed: name, generation: generation, fingerprint: settings.contentFingerprint, seed: paging.seed)
@@ -195,12 +223,7 @@ public final class Feed {
     /// subscription, calls ``pump(_:)``.
     public func subscribe(output: any SubscriptionOutput, consumer: String?, after: Int, follows: Bool) -> Subscription {
         let after = PageNumber.clamped(after)
-        if let consumer {
-            for other in subscriptions.values where other.consumer == consumer {
-                remove(other)
-                other.send(.takenOver(feed: name, consumer: consumer))
-            }
-        }
+        if let consumer { takeOver(consumer) }
         let subscription = Subscription(feed: self, output: output, consumer: consumer, after: after, follows: follows)
         subscriptions[ObjectIdentifier(subscription)] = subscription
         return subscription
@@ -210,10 +233,19 @@ public final class Feed {
     public var consumers: [(name: String, cursor: Int, connected: Bool)] {
         let connected = Dictionary(subscriptions.values.compactMap { subscription in subscription.consumer.map { ($0, subscription.cursor) } },
             uniquingKeysWith: { first, _ in first })
-        let stored = store?.consumers(of: name).map { ($0.name, $0.cursor.generation == generation ? $0.cursor.cursor : 0) } ?? []
+        // A shared feed's cursors are the fleet's: what the local store has of them is stale.
+        let stored = (keepsCursorsInFleet ? nil : store)?.consumers(of: name).map { ($0.name, $0.cursor.generation == generation ? $0.cursor.cursor : 0) } ?? []
         var all = Dictionary(stored, uniquingKeysWith: { first, _ in first })
         all.merge(connected) { _, live in live }
         return all.map { (name: $0.key, cursor: $0.value, connected: connected[$0.key] != nil) }.sorted { $0.name < $1.name }
+    }
+
+    /// Ends this instance's subscription of `consumer`, which subscribed elsewhere.
+    func takeOver(_ consumer: String) {
+        for other in subscriptions.values where other.consumer == consumer {
+            remove(other)
+            other.send(.takenOver(feed: name, consumer: consumer))
+        }
     }
 
     func remove(_ subscription: Subscription) {
@@ -267,6 +299,7 @@ public final class Feed {
     public func refresh(
         requester: Subscription? = nil, replyTo: JSONValue? = nil, completion: @escaping (Result<Int, StoreError>) -> Void = { _ in }
     ) {
+        if keepsCursorsInFleet { return refreshFleet(requester: requester, replyTo: replyTo, completion: completion) }
         requestedGeneration += 1
         let newGeneration = requestedGeneration
         let seed = GenerationPaging.randomSeed()
@@ -359,6 +392,7 @@ public final class Feed {
 
     /// Ends every subscription and stops fetching: the feed was removed or replaced.
     func close() {
+        publishedPagesWatch?.cancel()
         abandonCall()
         upstream = .stopped
         for subscription in Array(subscriptions.values) {
@@ -470,14 +504,17 @@ public final class Feed {
 
     /// `jumped`: the page is asked for by its number alone, its predecessor never fetched.
     private func startFetch(page number: Int, request: PageRequest, jumped: Bool) {
-        counters.upstreamRequests += 1
         let id = nextCallID()
         let fetch = PageFetch(
-            adapter: adapter, encoder: encoder, feed: name, generation: generation, number: number, request: request, wrap: settings.wrap)
+            adapter: adapter, encoder: encoder, feed: name, generation: generation, number: number, request: request, wrap: settings.wrap,
+            fleet: membership == .joined ? fleet : nil)
+        // A shared feed's fetch may get the page from the fleet: it counts once it is known
+        // whether this instance asked the upstream.
+        if fetch.fleet == nil { counters.upstreamRequests += 1 }
         let startedAt = clock.now
         let task = Task {
-            let result = await fetch.run()
-            self.fetchReturned(id, result: result, startedAt: startedAt)
+            let (result, askedUpstream) = await fetch.run()
+            self.fetchReturned(id, result: result, startedAt: startedAt, uncountedRequest: askedUpstream && fetch.fleet != nil)
         }
         upstream = .fetching(
             AdapterCall(id: id, page: number, request: request, jumped: jumped, task: task, deadline: startedAt + settings.timeout))
@@ -519,10 +556,13 @@ public final class Feed {
         }
     }
 
-    private func fetchReturned(_ id: Int, result: Result<PageFetch.Outcome, any Error>, startedAt: ContinuousClock.Instant) {
+    private func fetchReturned(
+        _ id: Int, result: Result<PageFetch.Outcome, any Error>, startedAt: ContinuousClock.Instant, uncountedRequest: Bool = false
+    ) {
         switch upstream {
         case .fetching(let call) where call.id == id:
             upstream = .idle
+            if uncountedRequest { counters.upstreamRequests += 1 }
             let duration = clock.now - startedAt
             counters.upstreamDuration.record(duration)
             logger.debug("page \(call.page): upstream answered in \(duration.wholeMilliseconds) ms")
@@ -556,8 +596,16 @@ public final class Feed {
         let id = nextCallID()
         let adapter = adapter
         let poll = settings.poll ?? .seconds(1)
+        // A shared feed's looks are taken in turns across the fleet (SPEC §8).
+        let (fleet, name, generation) = (membership == .joined ? fleet : nil, name, generation)
         let task = Task {
-            try? await adapter.waitForNewData(after: request, pollInterval: poll)
+            if let fleet {
+                try? await fleet.awaitNewPage(feed: name, generation: generation, page: number) {
+                    try await adapter.waitForNewData(after: request, pollInterval: poll)
+                }
+            } else {
+                try? await adapter.waitForNewData(after: request, pollInterval: poll)
+            }
             self.waitReturned(id)
         }
         upstream = .waitingForNewData(AdapterCall(id: id, page: number, request: request, jumped: false, task: task, deadline: nil))
@@ -690,6 +738,188 @@ public final class Feed {
         if health.state != .ok, newHealth.state == .ok { logger.notice("upstream recovered") }
         health = newHealth
         onHealthChange?()
+    }
+}
+
+// MARK: - The fleet (SPEC §8)
+
+extension Feed {
+    /// Whether consumers' cursors are the fleet's: a shared feed of a daemon in a fleet, unless
+    /// the fleet serves another definition of it. Then the fleet must be reached for every
+    /// consumer operation (they answer `store_failed` meanwhile).
+    public var keepsCursorsInFleet: Bool { fleet != nil && membership != .alone }
+
+    /// Where this feed stands with the fleet, for `status`: `joined`, `joining` (served alone
+    /// until the fleet answers) or `alone` (the fleet serves another definition); nil if not shared.
+    public var fleetState: String? {
+        guard fleet != nil else { return nil }
+        return switch membership {
+        case .joining: "joining"
+        case .joined: "joined"
+        case .alone: "alone"
+        }
+    }
+
+    /// Whether consumers' cursors are kept anywhere (the fleet, or the local store).
+    public var keepsCursors: Bool { keepsCursorsInFleet || store != nil }
+
+    /// Makes this shared feed part of `fleet`: it joins the fleet's generation as soon as the
+    /// fleet can be reached, and serves alone until then. A feed that gathers others (`merge`)
+    /// is computed on each instance from its members (SPEC §8), which are shared themselves.
+    func attach(to fleet: FleetLink) {
+        guard settings.shared, memberFeeds.isEmpty, self.fleet == nil else { return }
+        self.fleet = fleet
+        joinFleet()
+    }
+
+    /// Asks the fleet for its generation of the feed, again every second until it answers.
+    private func joinFleet() {
+        guard let fleet, membership == .joining, !isJoining, upstream.isRunning else { return }
+        isJoining = true
+        let (name, fingerprint, number, seed) = (name, settings.contentFingerprint, generation, paging.seed)
+        Task {
+            do throws(FleetError) {
+                let generation = try await fleet.join(feed: name, fingerprint: fingerprint, generation: number, seed: seed)
+                isJoining = false
+                joined(generation)
+            } catch {
+                isJoining = false
+                if fleet.isConnected, !joinFailureLogged {
+                    joinFailureLogged = true
+                    logger.warning("cannot join the fleet \"\(fleet.name)\" yet, serving alone and trying again every second: \(error)")
+                }
+                try? await clock.sleep(until: clock.now + .seconds(1))
+                joinFleet()
+            }
+        }
+    }
+
+    private func joined(_ fleetGeneration: FleetGeneration) {
+        guard let fleet, membership == .joining, upstream.isRunning else { return }
+        guard fleetGeneration.fingerprint == settings.contentFingerprint else {
+            membership = .alone
+            logger.warning(
+                "serving this feed alone: the fleet \"\(fleet.name)\" serves another definition of it "
+                    + "(its source, options or wrap differ; fingerprint \(fleetGeneration.fingerprint), here \(settings.contentFingerprint))")
+            return
+        }
+        membership = .joined
+        logger.notice("joined the fleet \"\(fleet.name)\" at generation \(fleetGeneration.number)")
+        publishedPagesWatch = Task {
+            for await page in fleet.publishedPages(of: name) { self.receivePublished(page) }
+        }
+        enter(fleetGeneration, replyTo: nil, requester: nil)
+    }
+
+    /// A generation the fleet started (a refresh on any instance): every subscription restarts
+    /// in it, as after a local refresh.
+    func adoptFleetGeneration(_ fleetGeneration: FleetGeneration) {
+        guard membership == .joined, fleetGeneration.number > generation else { return }
+        guard fleetRefreshesInFlight == 0 else {
+            if fleetGeneration.number > heldBackGeneration?.number ?? 0 { heldBackGeneration = fleetGeneration }
+            return
+        }
+        enter(fleetGeneration, replyTo: nil, requester: nil)
+    }
+
+    private func enter(_ fleetGeneration: FleetGeneration, replyTo: JSONValue?, requester: Subscription?) {
+        guard fleetGeneration.fingerprint == settings.contentFingerprint,
+            fleetGeneration.number != generation || fleetGeneration.seed != paging.seed
+        else { return }
+        abandonCall()
+        enterGeneration(fleetGeneration.number, seed: fleetGeneration.seed)
+        for subscription in subscriptions.values {
+            subscription.restart(generation: generation, replyTo: subscription === requester ? replyTo : nil)
+        }
+        pumpAll()
+    }
+
+    /// `refresh` of a shared feed: the fleet's next generation, which every instance adopts.
+    private func refreshFleet(requester: Subscription?, replyTo: JSONValue?, completion: @escaping (Result<Int, StoreError>) -> Void) {
+        let (name, seed, fingerprint, current) = (name, GenerationPaging.randomSeed(), settings.contentFingerprint, generation)
+        fleetRefreshesInFlight += 1
+        Task {
+            let outcome: Result<FleetGeneration, StoreError>
+            do throws(StoreError) {
+                outcome = .success(
+                    try await fleetCall { fleet throws(FleetError) in
+                        try await fleet.refresh(feed: name, replacing: current, seed: seed, fingerprint: fingerprint)
+                    })
+            } catch {
+                outcome = .failure(error)
+            }
+            fleetRefreshesInFlight -= 1
+            if case .success(let fleetGeneration) = outcome, fleetGeneration.number > generation {
+                enter(fleetGeneration, replyTo: replyTo, requester: requester)
+            }
+            if fleetRefreshesInFlight == 0, let held = heldBackGeneration {
+                heldBackGeneration = nil
+                adoptFleetGeneration(held)
+            }
+            switch outcome {
+            case .success: completion(.success(generation))
+            case .failure(let error):
+                logger.error("cannot start a new generation in the fleet: \(error)")
+                completion(.failure(error))
+            }
+        }
+    }
+
+    /// A page some instance published: cached for the subscribers here, and the feed pages on
+    /// from it as if it had fetched it.
+    private func receivePublished(_ published: FleetPage) {
+        guard membership == .joined, published.generation == generation, cache[published.number] == nil,
+            !paging.isPastEnd(published.number), let page = Page(published: published, wrap: settings.wrap)
+        else { return }
+        // On a sequential source the page can only be filed where the feed knows how it was asked
+        // for; past a gap it is only cached, and filed when the feed reaches it.
+        if let step = paging.step(toward: published.number), step.page == published.number {
+            paging.record(page: page.number, request: step.request, next: published.next, isEmpty: page.itemCount == 0, jumped: step.jumped)
+        }
+        // A fetch of this page under way here, waiting for this very publication, is woken by
+        // the fleet link and returns it in a moment; its subscribers need not wait for that.
+        cache.insert(page)
+        // The fleet got past whatever this instance was retrying.
+        recovered()
+        trimCache()
+        pumpAll()
+    }
+
+    /// Where a consumer subscribing now starts, once durable (SPEC §5, §8): for a feed whose
+    /// cursors are the fleet's, the consumer is claimed (taken over from another instance) and
+    /// starts after `after`, or else after its fleet-wide cursor; otherwise after `start`, stored.
+    public func confirmConsumer(_ consumer: String, after: Int?, start: Int) async throws(StoreError) -> Int {
+        guard keepsCursorsInFleet else {
+            try await storeStartingPoint(consumer: consumer, after: start)
+            return start
+        }
+        return try await fleetCall { fleet throws(FleetError) in
+            try await fleet.claimConsumer(feed: name, consumer: consumer)
+            if let after {
+                try await fleet.advanceCursor(feed: name, consumer: consumer, to: FleetCursor(generation: generation, page: after))
+                return PageNumber.clamped(after)
+            }
+            guard let cursor = try await fleet.cursor(feed: name, consumer: consumer), cursor.generation == generation else { return 0 }
+            return PageNumber.clamped(cursor.page)
+        }
+    }
+
+    /// Forgets `consumer`'s fleet-wide cursor.
+    public func forgetFleetCursor(_ consumer: String) async throws(StoreError) {
+        try await fleetCall { fleet throws(FleetError) in try await fleet.forgetCursor(feed: name, consumer: consumer) }
+    }
+
+    /// Runs `body` with the fleet the feed has joined; fails as the store would while it has not.
+    private func fleetCall<Value>(_ body: (FleetLink) async throws(FleetError) -> Value) async throws(StoreError) -> Value {
+        guard let fleet else { throw StoreError.unavailable("feed \(name) is not shared") }
+        guard membership == .joined else {
+            throw StoreError.unavailable("feed \(name) has not joined the fleet \"\(fleet.name)\" yet: it cannot be reached")
+        }
+        do {
+            return try await body(fleet)
+        } catch {
+            throw StoreError.unavailable(error.description)
+        }
     }
 }
 
@@ -850,25 +1080,60 @@ private struct PageFetch: Sendable {
     let request: PageRequest
     /// The feed's `wrap`: after the source's last page it starts over, unless it is empty.
     let wrap: Bool
+    /// The fleet of a shared feed that joined one: the page is fetched once for all of it.
+    let fleet: FleetLink?
 
     enum Outcome {
         case page(Page, next: NextPage)
         case notYet
     }
 
-    func run() async -> Result<Outcome, any Error> {
+    /// For a shared feed: the page the fleet published, else fetched here under its lease and
+    /// published, else the one its holder publishes (see ``FleetLink/obtainPage(feed:generation:page:fetch:)``);
+    /// fetched here alone while the fleet cannot be reached.
+    /// `askedUpstream`: whether this instance called the adapter (not for a page from the fleet).
+    func run() async -> (result: Result<Outcome, any Error>, askedUpstream: Bool) {
+        guard let fleet else { return (await fetchFromSource(), true) }
         do {
-            switch try await adapter.fetch(request) {
+            let outcome = try await fleet.obtainPage(feed: feed, generation: generation, page: number) {
+                guard case .page(let page, let next) = try await fetchFromSource().get() else { return nil }
+                return FleetPage(
+                    feed: feed, generation: generation, number: number, line: page.publishedLine, itemCount: page.itemCount, next: next,
+                    sourcePage: request.page)
+            }
+            switch outcome {
+            case .page(let published, let fetchedHere):
+                guard let page = Page(published: published, wrap: wrap) else {
+                    return (.failure(SourceError.transient("the fleet's page \(number) of generation \(generation) is not a page line")), fetchedHere)
+                }
+                return (.success(.page(page, next: published.next)), fetchedHere)
             case .notYet:
-                return .success(.notYet)
-            case .page(let items, let next):
-                let startsOver = wrap && !(items.isEmpty && request.page == 1)
-                let isLast = next == .end && !startsOver
-                let page = Page(feed: feed, generation: generation, number: number, items: items, isLast: isLast, encoder: encoder)
-                return .success(.page(page, next: next))
+                return (.success(.notYet), true)
+            case .unreachable:
+                return (await fetchFromSource(), true)
             }
         } catch {
+            // What `obtainPage` throws is the adapter's failure, or the end of a wait (cancelled).
+            return (.failure(error), !(error is CancellationError))
+        }
+    }
+
+    private func fetchFromSource() async -> Result<Outcome, any Error> {
+        do {
+            return .success(try await askSource())
+        } catch {
             return .failure(error)
+        }
+    }
+
+    private func askSource() async throws -> Outcome {
+        switch try await adapter.fetch(request) {
+        case .notYet:
+            return .notYet
+        case .page(let items, let next):
+            let isLast = Page.isLast(next: next, wrap: wrap, isEmpty: items.isEmpty, sourcePage: request.page)
+            let page = Page(feed: feed, generation: generation, number: number, items: items, isLast: isLast, encoder: encoder)
+            return .page(page, next: next)
         }
     }
 }
@@ -884,4 +1149,14 @@ public struct FeedHealth: Sendable, Equatable {
     public var lastError: String?
 
     public static let ok = FeedHealth(state: .ok, lastError: nil)
+}
+
+/// Where a shared feed stands with the fleet of its daemon.
+private enum FleetMembership {
+    /// Not joined yet (the fleet was not reached so far): served alone meanwhile.
+    case joining
+    /// Serving the fleet's generation, sharing its pages and cursors.
+    case joined
+    /// The fleet serves another definition of the feed: this instance serves it alone.
+    case alone
 }

@@ -10,7 +10,14 @@ public final class FeedDirectory {
     /// Consumer cursors, generations and their pages; they outlive reloads here, so cursors of
     /// a removed feed are still there when it comes back.
     public let store: StateStore?
-    /// Called when any feed's health changes, or feeds come and go.
+    /// The `[cluster]` name of a daemon in a fleet (SPEC §8), from start-up on, before the
+    /// fleet is reached; nil for a daemon on its own.
+    public var clusterName: String?
+    /// The fleet the shared feeds are part of, once connecting to it has begun.
+    public private(set) var fleet: FleetLink?
+    /// What the directory follows of the fleet: generations, consumer claims, its connection.
+    private var fleetWatches: [Task<Void, Never>] = []
+    /// Called when any feed's health changes, feeds come and go, or the fleet is reached or lost.
     public var onChange: (() -> Void)?
 
     private let clock: any EngineClock
@@ -61,6 +68,7 @@ public final class FeedDirectory {
             feed.onHealthChange = { [weak self] in self?.onChange?() }
             feed.onNewGeneration = { [weak self] in self?.memberStartedGeneration(name) }
             feeds[name] = feed
+            if let fleet { feed.attach(to: fleet) }
             if let existing {
                 logger.with(LogFields(feed: name)).notice("feed \(name) changed; its subscribers continue on a new generation")
                 feed.adoptSubscriptions(of: existing)
@@ -109,8 +117,22 @@ public final class FeedDirectory {
         }
     }
 
+    /// Makes every shared feed, and every one configured later, part of `fleet`: each joins its
+    /// generation, adopts the generations started anywhere in it, and gives up a consumer
+    /// claimed on another instance.
+    public func attach(_ fleet: FleetLink) {
+        self.fleet = fleet
+        for feed in feeds.values { feed.attach(to: fleet) }
+        fleetWatches = [
+            Task { for await generation in fleet.generations() { self.feeds[generation.feed]?.adoptFleetGeneration(generation) } },
+            Task { for await claim in fleet.claimsElsewhere() { self.feeds[claim.feed]?.takeOver(claim.consumer) } },
+            Task { for await _ in fleet.connectionChanges() { self.onChange?() } },
+        ]
+    }
+
     /// Ends every subscription and stops every feed (at shutdown).
     public func closeAll() {
+        for watch in fleetWatches { watch.cancel() }
         for feed in feeds.values { feed.close() }
         feeds.removeAll()
     }

@@ -24,6 +24,28 @@ public final class Page: Sendable {
         encoded = encoder.encode(feed: feed, generation: generation, number: number, items: items, isLast: isLast)
     }
 
+    /// A page another instance of the fleet fetched and published (SPEC §8); nil if its line is
+    /// not a page line.
+    init?(published: FleetPage, wrap: Bool) {
+        let line = published.line
+        guard line.starts(with: Array(#"{"type":"page""#.utf8)), line.count > 16, line.suffix(2).elementsEqual("}\n".utf8) else { return nil }
+        feed = published.feed
+        generation = published.generation
+        number = published.number
+        itemCount = published.itemCount
+        isLast = Self.isLast(next: published.next, wrap: wrap, isEmpty: published.itemCount == 0, sourcePage: published.sourcePage)
+        encoded = SharedBytes(Array(line.dropLast(2)))
+    }
+
+    /// Whether a page is the feed's last: the source ended there, and a `wrap` feed does not
+    /// start over (it does unless the source is empty from its first page on).
+    static func isLast(next: NextPage, wrap: Bool, isEmpty: Bool, sourcePage: Int) -> Bool {
+        next == .end && !(wrap && !(isEmpty && sourcePage == 1))
+    }
+
+    /// The line a subscriber is sent for this page when it is pushed: what the fleet publishes.
+    var publishedLine: [UInt8] { Array(encoded.buffer) + Array("}\n".utf8) }
+
     /// The memory this page takes while cached: its encoded bytes and a fixed allowance for the
     /// objects around them. `cache_bytes` bounds the sum.
     var cost: Int { encoded.count + Self.overhead }

@@ -78,7 +78,7 @@ public final class Subscription {
     /// for, `completion` runs before this returns.
     public func acknowledge(through page: Int, completion: @escaping (Result<Int, StoreError>) -> Void) {
         let acknowledged = max(cursor, min(page, position))
-        guard acknowledged != cursor, let consumer, feed.store != nil else {
+        guard acknowledged != cursor, let consumer, feed.keepsCursors else {
             cursor = acknowledged
             return completion(.success(cursor))
         }
@@ -95,6 +95,14 @@ public final class Subscription {
             if generation == self.feed.generation { cursor = max(cursor, acknowledged) }
             completion(.success(cursor))
         }
+    }
+
+    /// Puts a consumer's subscription, not confirmed yet, after `page`: its cursor as the fleet
+    /// knows it (SPEC §8), which only an asynchronous look-up finds.
+    public func start(after page: Int) {
+        precondition(!isConfirmed, "only a subscription not yet announced may move")
+        position = PageNumber.clamped(page)
+        cursor = position
     }
 
     /// Ends the subscription; its outstanding requests are dropped.

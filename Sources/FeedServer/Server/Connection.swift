@@ -159,7 +159,9 @@ final class Connection: SubscriptionOutput {
             var line = Message(type: "unsubscribed")
             line.field("feed", feed)
             line.field("consumer", consumer)
-            line.field("reason", "consumer \"\(consumer)\" subscribed on another connection")
+            // SPEC §8: the same reason whether the other connection is on this instance or another.
+            line.field("reason", "takeover")
+            line.field("message", "consumer \"\(consumer)\" subscribed on another connection")
             send(line.line(replyTo: nil))
         }
     }

@@ -250,7 +250,7 @@ public final class Server {
         }
         let start = feed.startingPoint(consumer: consumer, after: after)
         let subscription = feed.subscribe(output: connection, consumer: consumer, after: start, follows: follow)
-        guard let consumer, directory.store != nil else {
+        guard let consumer, feed.keepsCursors else {
             announce(subscription, of: feed, on: connection, after: start, id: id)
             connection.setSubscription(subscription, for: feed.name)
             feed.pump(subscription)
@@ -260,8 +260,9 @@ public final class Server {
         subscription.isConfirmed = false
         connection.setSubscription(subscription, for: feed.name)
         Task {
+            let confirmedStart: Int
             do throws(StoreError) {
-                try await feed.storeStartingPoint(consumer: consumer, after: start)
+                confirmedStart = try await feed.confirmConsumer(consumer, after: after, start: start)
             } catch {
                 guard connection.subscription(for: feed.name) === subscription else { return }
                 let waiting = subscription.pendingReplyIDs
@@ -272,8 +273,9 @@ public final class Server {
                 return
             }
             guard connection.subscription(for: feed.name) === subscription else { return }
+            subscription.start(after: confirmedStart)
             subscription.isConfirmed = true
-            announce(subscription, of: feed, on: connection, after: start, id: id)
+            announce(subscription, of: feed, on: connection, after: confirmedStart, id: id)
             feed.pump(subscription)
         }
         return subscription
@@ -297,9 +299,12 @@ public final class Server {
             connection.send(Message.error(.badRequest, "this daemon keeps no consumer state", feed: feed, id: id))
             return
         }
+        let shared = directory[feed].flatMap { $0.keepsCursorsInFleet ? $0 : nil }
         Task {
             do throws(StoreError) {
-                guard try await store.forget(feed: feed, consumer: consumer) else {
+                // The fleet's cursor first: a consumer forgotten here only would resume from it.
+                try await shared?.forgetFleetCursor(consumer)
+                guard try await store.forget(feed: feed, consumer: consumer) || shared != nil else {
                     connection.send(Message.error(.badRequest, "feed \"\(feed)\" has no consumer \"\(consumer)\"", feed: feed, id: id))
                     return
                 }
@@ -349,6 +354,15 @@ public final class Server {
                 writer.value(.object(peer))
             }
             writer.raw(UInt8(ascii: "]"))
+        }
+        if let clusterName = directory.clusterName {
+            let state = directory.fleet?.isConnected == true ? "connected" : "disconnected"
+            // Shared feeds by where they stand: an instance serves clients before it has joined.
+            var feeds: [String: [JSONValue]] = ["joined": [], "joining": [], "alone": []]
+            for name in directory.names { if let fleetState = directory[name]?.fleetState { feeds[fleetState]?.append(.string(name)) } }
+            var cluster: [String: JSONValue] = ["state": .string(state), "name": .string(clusterName)]
+            for (fleetState, names) in feeds { cluster[fleetState] = .array(names) }
+            line.field("cluster") { writer in writer.value(.object(cluster)) }
         }
         line.field("feeds") { writer in
             writer.raw(UInt8(ascii: "["))

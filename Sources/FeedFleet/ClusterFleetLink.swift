@@ -1,0 +1,311 @@
+import FeedCluster
+import FeedEngine
+import FeedKit
+import Foundation
+import Synchronization
+
+/// The engine's ``FleetLink`` on a ``ClusterStore`` (SPEC §8).
+///
+/// A page's line alone does not say how to ask for the page after it, which an instance that
+/// did not fetch it needs on a sequential source. So every page is published with one more
+/// header, `Feedd-Page`, a JSON object: `items` (how many), `next` (`more`, `later` or `end`,
+/// as the source answered), `token` (the next page's token, if any) and `source_page` (the
+/// source page it was asked for as). `nats sub` shows it; readers of the feed need only the line.
+public final class ClusterFleetLink: FleetLink {
+    public let store: ClusterStore
+    private let logger: Logger
+    private let board = PublicationBoard()
+    /// Who reads the pages of each feed, and whether the subscription that feeds them is up.
+    private let readers = Mutex<(byFeed: [String: [UUID: AsyncStream<FleetPage>.Continuation]], isSubscribed: Bool)>(([:], false))
+    /// The header that carries what the engine needs to page on from a published page.
+    static let pageHeader = "Feedd-Page"
+
+    public init(store: ClusterStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Connects to the cluster of `settings`; an unreachable one is retried in the background.
+    public static func connect(_ settings: ClusterSettings, instance: String, logger: Logger) async throws(NATSError) -> ClusterFleetLink {
+        var configuration = ClusterStore.Configuration(
+            servers: settings.servers, name: settings.name, replicas: settings.replicas, lease: settings.lease, instance: instance)
+        configuration.credentialsFile = settings.credentialsFile
+        configuration.trustedCertificatesFile = settings.trustedCertificatesFile
+        return ClusterFleetLink(store: try await ClusterStore.connect(configuration), logger: logger)
+    }
+
+    public var name: String { store.configuration.name }
+    public var isConnected: Bool { store.state == .connected }
+
+    public func connectionChanges() -> AsyncStream<Bool> {
+        let states = store.states()
+        return AsyncStream { continuation in
+            let forwarding = Task {
+                var last: Bool?
+                for await state in states {
+                    let connected = state == .connected
+                    if connected != last { continuation.yield(connected) }
+                    last = connected
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in forwarding.cancel() }
+        }
+    }
+
+    /// Closes the connection and ends every stream.
+    public func close() async { await store.close() }
+
+    // MARK: Generations
+
+    public func join(feed: String, fingerprint: String, generation: Int, seed: String) async throws(FleetError) -> FleetGeneration {
+        try await fleetCall { () async throws(NATSError) in
+            if let current = try await store.generation(of: feed) { return Self.convert(current) }
+            return Self.convert(try await store.startGeneration(of: feed, replacing: nil, seed: seed, fingerprint: fingerprint, firstNumber: generation))
+        }
+    }
+
+    public func refresh(feed: String, replacing generation: Int, seed: String, fingerprint: String) async throws(FleetError) -> FleetGeneration {
+        try await fleetCall { () async throws(NATSError) in
+            let current = try await store.generation(of: feed)
+            // Another instance's refresh got there first: that one is the new generation.
+            if let current, current.generation > generation { return Self.convert(current) }
+            let started = try await store.startGeneration(of: feed, replacing: current, seed: seed, fingerprint: fingerprint)
+            if let current { forgetPagesLater(of: feed, generation: current.generation) }
+            return Self.convert(started)
+        }
+    }
+
+    /// Drops the pages of a generation the fleet moved on from, once every instance has (each
+    /// adopts a new generation within a second, and a fetch of the old one ends within its
+    /// lease). An outage meanwhile leaves them in the stream, costing only disk.
+    private func forgetPagesLater(of feed: String, generation: Int) {
+        Task { [store, logger] in
+            try? await Task.sleep(for: store.configuration.lease + .seconds(2))
+            do {
+                try await store.forgetPages(of: feed, generation: generation)
+            } catch {
+                logger.info("the pages of generation \(generation) of feed \(feed) stay in the fleet's stream: \(error)")
+            }
+        }
+    }
+
+    public func generations() -> AsyncStream<FleetGeneration> {
+        map(store.generations()) { Self.convert($0) }
+    }
+
+    private static func convert(_ generation: FeedGeneration) -> FleetGeneration {
+        FleetGeneration(feed: generation.feed, number: generation.generation, seed: generation.seed, fingerprint: generation.fingerprint)
+    }
+
+    // MARK: Pages
+
+    public func obtainPage(
+        feed: String, generation: Int, page: Int, fetch: @escaping @Sendable () async throws -> FleetPage?
+    ) async throws -> FleetPageOutcome {
+        let address = PageAddress(feed: feed, generation: generation, page: page)
+        while true {
+            try Task.checkCancellation()
+            let lease: LeaseOutcome
+            do {
+                if let published = try await store.publishedPage(address), let page = Self.fleetPage(published) {
+                    return .page(page, fetchedHere: false)
+                }
+                lease = try await store.acquireLease(address)
+            } catch {
+                return .unreachable
+            }
+            switch lease {
+            case .acquired(let lease):
+                return try await fetchHolding(lease, fetch: fetch)
+            case .heldElsewhere(let holder, let until):
+                logger.debug("\(address): fetched by \(holder); waiting for its publication")
+                try await waitForPublication(of: address, orUntil: until)
+            }
+        }
+    }
+
+    /// Fetches the page while holding its lease, then publishes it and lets the lease go. If
+    /// another instance published it meanwhile (its lease had expired), that publication is the page.
+    private func fetchHolding(_ lease: FeedLease, fetch: @Sendable () async throws -> FleetPage?) async throws -> FleetPageOutcome {
+        let (fetched, held) = try await holding(lease, fetch)
+        defer { Task { [store] in try? await store.releaseLease(held) } }
+        guard let fetched else { return .notYet }
+        do {
+            let outcome = try await store.publishPage(lease.page, line: fetched.line, headers: [Self.pageHeader: Self.header(of: fetched)])
+            if outcome == .alreadyPublished, let first = try await store.publishedPage(lease.page), let page = Self.fleetPage(first) {
+                return .page(page, fetchedHere: true)
+            }
+        } catch {
+            logger.warning("\(lease.page): fetched but not published to the fleet: \(error)")
+        }
+        return .page(fetched, fetchedHere: true)
+    }
+
+    public func awaitNewPage(feed: String, generation: Int, page: Int, wait: @escaping @Sendable () async throws -> Void) async throws {
+        let address = PageAddress(feed: feed, generation: generation, page: page)
+        while true {
+            try Task.checkCancellation()
+            let lease: LeaseOutcome
+            do {
+                if try await store.publishedPage(address) != nil { return }
+                lease = try await store.acquireLease(address, for: .look)
+            } catch {
+                return try await wait()
+            }
+            switch lease {
+            case .acquired(let lease):
+                let (_, held) = try await holding(lease, wait)
+                try? await store.releaseLease(held)
+                return
+            case .heldElsewhere(_, let until):
+                try await waitForPublication(of: address, orUntil: until)
+            }
+        }
+    }
+
+    /// Waits until `address` is published (as ``publishedPages(of:)`` hears), the lease ending
+    /// at `until` (Unix ms) runs out, or a second has passed, whichever is first.
+    private func waitForPublication(of address: PageAddress, orUntil until: Int64) async throws {
+        await board.wait(for: address, atMost: .milliseconds(min(max(until - Self.now, 20), 1_000)))
+        try Task.checkCancellation()
+    }
+
+    /// Runs `body` while holding `lease`, renewed every third of its length; returns what
+    /// `body` returned and the lease as last renewed, to release. On a throw the lease is released.
+    private func holding<Value>(_ lease: FeedLease, _ body: () async throws -> Value) async throws -> (Value, FeedLease) {
+        let renewal = Task { [store] in
+            var held = lease
+            while (try? await Task.sleep(for: store.configuration.lease / 3)) != nil {
+                do throws(NATSError) {
+                    held = try await store.renewLease(held)
+                } catch where error.code == .conflict {
+                    break
+                } catch {}
+            }
+            return held
+        }
+        do {
+            let value = try await body()
+            renewal.cancel()
+            return (value, await renewal.value)
+        } catch {
+            renewal.cancel()
+            try? await store.releaseLease(await renewal.value)
+            throw error
+        }
+    }
+
+    private static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1_000) }
+
+    /// One subscription to every feed's pages, started with the first feed that asks, serves
+    /// them all (a subscription costs a thread).
+    public func publishedPages(of feed: String) -> AsyncStream<FleetPage> {
+        let (pages, continuation) = AsyncStream.makeStream(of: FleetPage.self)
+        let id = UUID()
+        let isFirst = readers.withLock { readers in
+            defer { readers.isSubscribed = true }
+            readers.byFeed[feed, default: [:]][id] = continuation
+            return !readers.isSubscribed
+        }
+        continuation.onTermination = { [weak self] _ in self?.readers.withLock { _ = $0.byFeed[feed]?.removeValue(forKey: id) } }
+        if isFirst {
+            Task { [store, board] in
+                for await published in await store.pages(of: nil) {
+                    if let page = Self.fleetPage(published) {
+                        for reader in self.readers.withLock({ Array(($0.byFeed[page.feed] ?? [:]).values) }) { reader.yield(page) }
+                    }
+                    board.published(published.page)
+                }
+                for reader in self.readers.withLock({ $0.byFeed.values.flatMap(\.values) }) { reader.finish() }
+            }
+        }
+        return pages
+    }
+
+    static func header(of page: FleetPage) -> String {
+        var fields: [String: JSONValue] = ["items": .integer(Int64(page.itemCount)), "source_page": .integer(Int64(page.sourcePage))]
+        switch page.next {
+        case .more(let token):
+            fields["next"] = "more"
+            fields["token"] = token.map(JSONValue.string)
+        case .later(let token):
+            fields["next"] = "later"
+            fields["token"] = token.map(JSONValue.string)
+        case .end:
+            fields["next"] = "end"
+        }
+        return String(decoding: JSONValue.object(fields).serialized, as: UTF8.self)
+    }
+
+    /// The page a published message carries, or nil if it lacks the `Feedd-Page` header.
+    static func fleetPage(_ published: PublishedPage) -> FleetPage? {
+        guard let header = published.headers[pageHeader], let fields = try? JSONValue(parsing: Array(header.utf8)),
+            let items = fields["items"]?.integerValue, let sourcePage = fields["source_page"]?.integerValue
+        else { return nil }
+        let token = fields["token"]?.stringValue
+        let next: NextPage
+        switch fields["next"]?.stringValue {
+        case "more": next = .more(token: token)
+        case "later": next = .later(token: token)
+        case "end": next = .end
+        default: return nil
+        }
+        return FleetPage(
+            feed: published.page.feed, generation: published.page.generation, number: published.page.page, line: published.line,
+            itemCount: Int(items), next: next, sourcePage: Int(sourcePage))
+    }
+
+    // MARK: Consumers
+
+    public func claimConsumer(feed: String, consumer: String) async throws(FleetError) {
+        try await fleetCall { () async throws(NATSError) in try await store.claimConsumer(feed: feed, consumer: consumer) }
+    }
+
+    public func cursor(feed: String, consumer: String) async throws(FleetError) -> FleetCursor? {
+        try await fleetCall { () async throws(NATSError) in
+            try await store.cursor(feed: feed, consumer: consumer).map { FleetCursor(generation: $0.generation, page: $0.page) }
+        }
+    }
+
+    public func advanceCursor(feed: String, consumer: String, to cursor: FleetCursor) async throws(FleetError) {
+        try await fleetCall { () async throws(NATSError) in
+            _ = try await store.advanceCursor(feed: feed, consumer: consumer, to: CursorPosition(generation: cursor.generation, page: cursor.page))
+        }
+    }
+
+    public func forgetCursor(feed: String, consumer: String) async throws(FleetError) {
+        try await fleetCall { () async throws(NATSError) in try await store.forgetCursor(feed: feed, consumer: consumer) }
+    }
+
+    public func claimsElsewhere() -> AsyncStream<(feed: String, consumer: String)> {
+        let instance = store.configuration.instance
+        return map(store.consumerClaims()) { claim in claim.instance == instance ? nil : (claim.feed, claim.consumer) }
+    }
+
+    // MARK: Helpers
+
+    /// Runs one call to the store, its failure told the engine's way.
+    private func fleetCall<Value>(_ body: () async throws(NATSError) -> Value) async throws(FleetError) -> Value {
+        do {
+            return try await body()
+        } catch {
+            throw FleetError("the fleet \"\(name)\" cannot be reached: \(error)")
+        }
+    }
+
+    /// `elements` transformed, those `transform` makes nil left out.
+    private func map<Element: Sendable, Output: Sendable>(
+        _ elements: AsyncStream<Element>, _ transform: @escaping @Sendable (Element) -> Output?
+    ) -> AsyncStream<Output> {
+        AsyncStream { continuation in
+            let forwarding = Task {
+                for await element in elements {
+                    if let output = transform(element) { continuation.yield(output) }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in forwarding.cancel() }
+        }
+    }
+}
