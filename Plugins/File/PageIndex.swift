@@ -1,6 +1,5 @@
 import FeedKit
 import Foundation
-import Synchronization
 
 /// Where each page of a file starts, so that page N is read without reading pages 1 to N − 1.
 ///
@@ -18,7 +17,7 @@ final class PageIndex: Sendable {
     }
 
     private let pageSize: Int
-    private let scan = Mutex(Scan())
+    private let scan = Locked(Scan())
 
     init(pageSize: Int) {
         self.pageSize = pageSize

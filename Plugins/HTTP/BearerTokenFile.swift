@@ -1,6 +1,5 @@
 import FeedKit
 import Foundation
-import Synchronization
 
 /// Reads the `bearer_token_file` of an `http` feed. Its messages name the file, never the token.
 ///
@@ -9,7 +8,7 @@ import Synchronization
 /// reload that leaves a feed's options alone keeps that feed's running adapter, which would
 /// otherwise go on sending the token it was made with.
 enum BearerTokenFile {
-    private static let latest = Mutex<[String: String]>([:])
+    private static let latest = Locked<[String: String]>([:])
 
     /// The token most recently read from `path`.
     static func token(in path: String) -> String? {

@@ -1,6 +1,5 @@
 import FeedKit
 import Foundation
-import Synchronization
 
 /// What a polled `rss` feed has published: the ids of the entries already on a page (so that no
 /// entry is published twice, even when a document re-orders or edits it), and the batches of
@@ -25,7 +24,7 @@ final class PublishedEntries: Sendable {
 
     private let file: String?
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// `directory` nil keeps the memory in this process only.
     init(directory: String?, logger: Logger) {

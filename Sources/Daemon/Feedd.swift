@@ -1,7 +1,6 @@
 import FeedEngine
 import FeedKit
 import Foundation
-import Synchronization
 import SystemdSupport
 
 /// The `feedd` command: parses the command line and runs what it asks for.
@@ -55,7 +54,7 @@ public enum Feedd {
 
     /// Runs every feed's ``SourceAdapter/verify()`` at once and waits for all of them.
     private static func verifyAdapters(_ feeds: [FeedDefinition]) -> [ConfigProblem] {
-        let found = Mutex<[ConfigProblem]>([])
+        let found = Locked<[ConfigProblem]>([])
         let done = DispatchSemaphore(value: 0)
         Task.detached {
             await withTaskGroup(of: ConfigProblem?.self) { group in

@@ -1,5 +1,5 @@
+import FeedKit
 import Foundation
-import Synchronization
 
 /// A few threads of feedd's own that make libnats's blocking calls, so that no caller's thread —
 /// least of all the main actor's event loop — ever waits on the network.
@@ -16,7 +16,7 @@ final class BlockingWorkers: Sendable {
         var stopWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let queue = Mutex(Queue())
+    private let queue = Locked(Queue())
     private let jobsWaiting = DispatchSemaphore(value: 0)
     private let threadCount: Int
 

@@ -1,6 +1,5 @@
 import FeedKit
 import Foundation
-import Synchronization
 
 // # How a fleet keeps its shared state in JetStream (SPEC §8)
 //
@@ -109,7 +108,7 @@ public final class ClusterStore: Sendable {
 
     public let configuration: Configuration
     public let client: NATSClient
-    private let resources = Mutex<Resources?>(nil)
+    private let resources = Locked<Resources?>(nil)
     private let pageStream: String
     private let pageSubjectPrefix: String
 

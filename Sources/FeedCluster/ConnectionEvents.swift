@@ -1,4 +1,4 @@
-import Synchronization
+import FeedKit
 
 /// Whether the client can reach the cluster.
 public enum ConnectionState: Sendable, Equatable, CustomStringConvertible {
@@ -28,7 +28,7 @@ final class ConnectionEvents: Sendable {
         var listeners: [Int: AsyncStream<ConnectionState>.Continuation] = [:]
     }
 
-    private let current = Mutex(State())
+    private let current = Locked(State())
 
     static func from(_ closure: UnsafeMutableRawPointer?) -> ConnectionEvents {
         Unmanaged<ConnectionEvents>.fromOpaque(closure!).takeUnretainedValue()

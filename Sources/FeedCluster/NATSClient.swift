@@ -1,6 +1,6 @@
+import FeedKit
 import CNATS
 import Foundation
-import Synchronization
 
 /// One connection to a NATS cluster, its JetStream context, and the key-value buckets opened on
 /// it: the only owner of libnats handles in feedd.
@@ -57,9 +57,9 @@ public final class NATSClient: Sendable {
     let handles: ConnectionHandles
     let events: ConnectionEvents
     let workers: BlockingWorkers
-    private let pumps = Mutex<[ObjectIdentifier: StreamPump]>([:])
-    private let buckets = Mutex<[UnsafeHandle]>([])
-    private let isClosing = Mutex(false)
+    private let pumps = Locked<[ObjectIdentifier: StreamPump]>([:])
+    private let buckets = Locked<[UnsafeHandle]>([])
+    private let isClosing = Locked(false)
 
     private init(handles: ConnectionHandles, events: ConnectionEvents, workers: BlockingWorkers) {
         self.handles = handles

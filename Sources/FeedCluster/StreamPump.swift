@@ -1,5 +1,5 @@
+import FeedKit
 import Foundation
-import Synchronization
 
 /// How a ``StreamPump`` reads one kind of libnats source (a KV watcher, a subscription).
 struct BlockingSource<Element: Sendable>: Sendable {
@@ -36,7 +36,7 @@ final class StreamPump: Sendable {
         var finishedWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init<Element: Sendable>(
         name: String, source: BlockingSource<Element>, events: ConnectionEvents, continuation: AsyncStream<Element>.Continuation

@@ -2,7 +2,6 @@ import FeedCluster
 import FeedEngine
 import FeedKit
 import Foundation
-import Synchronization
 
 /// The engine's ``FleetLink`` on a ``ClusterStore`` (SPEC §8).
 ///
@@ -16,7 +15,7 @@ public final class ClusterFleetLink: FleetLink {
     private let logger: Logger
     private let board = PublicationBoard()
     /// Who reads the pages of each feed, and whether the subscription that feeds them is up.
-    private let readers = Mutex<(byFeed: [String: [UUID: AsyncStream<FleetPage>.Continuation]], isSubscribed: Bool)>(([:], false))
+    private let readers = Locked<(byFeed: [String: [UUID: AsyncStream<FleetPage>.Continuation]], isSubscribed: Bool)>(([:], false))
     /// The header that carries what the engine needs to page on from a published page.
     static let pageHeader = "Feedd-Page"
 

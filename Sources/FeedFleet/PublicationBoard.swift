@@ -1,12 +1,12 @@
+import FeedKit
 import FeedCluster
 import Foundation
-import Synchronization
 
 /// Wakes the fetches that wait for another instance's publication of a page the moment it
 /// arrives, rather than at their next look (a waiting fetch also looks again every second, in
 /// case the publication came during an outage and was never delivered).
 final class PublicationBoard: Sendable {
-    private let waiters = Mutex<[PageAddress: [UUID: CheckedContinuation<Void, Never>]]>([:])
+    private let waiters = Locked<[PageAddress: [UUID: CheckedContinuation<Void, Never>]]>([:])
 
     /// `address` was published: every wait for it ends.
     func published(_ address: PageAddress) {

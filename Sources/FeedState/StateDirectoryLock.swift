@@ -1,5 +1,5 @@
+import FeedKit
 import Glibc
-import Synchronization
 
 /// An exclusive `flock(2)` on `<state_dir>/lock`, which holds the pid of its owner: one daemon
 /// (or one `feedd state repair`) per state directory. The kernel drops the lock when the process
@@ -7,7 +7,7 @@ import Synchronization
 public final class StateDirectoryLock: Sendable {
     public let directory: String
     /// The open lock file; -1 once released.
-    private let descriptor: Mutex<Int32>
+    private let descriptor: Locked<Int32>
 
     /// Takes the lock, creating the directory (mode 0700) and the lock file if needed; throws
     /// ``StoreError/Kind/locked`` naming the directory and the pid that holds it.
@@ -43,7 +43,7 @@ public final class StateDirectoryLock: Sendable {
         let pid = Array("\(getpid())\n".utf8)
         _ = ftruncate(descriptor, 0)
         _ = pid.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
-        self.descriptor = Mutex(descriptor)
+        self.descriptor = Locked(descriptor)
     }
 
     deinit {

@@ -1,3 +1,4 @@
+import FeedKit
 import Foundation
 
 /// The one thread that touches `state.db` once the store is open, committing changes in groups.

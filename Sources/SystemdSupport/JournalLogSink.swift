@@ -2,7 +2,6 @@ import CSystemd
 import FeedKit
 import Foundation
 import Glibc
-import Synchronization
 
 /// Writes log records the way systemd's own daemons do. When stderr is the journal
 /// (`JOURNAL_STREAM` names it), each record goes to journald through libsystemd's
@@ -10,7 +9,7 @@ import Synchronization
 /// `journalctl -u feedd FEEDD_FEED=users` works. Otherwise it is one line on stderr, prefixed
 /// with the level's name (`warning: …`).
 public final class JournalLogSink: LogSink {
-    private let minimumLevel: Mutex<LogLevel>
+    private let minimumLevel: Locked<LogLevel>
     private let toJournal: Bool
     private let identifier: String
 
@@ -18,7 +17,7 @@ public final class JournalLogSink: LogSink {
         minimumLevel: LogLevel = .info, environment: [String: String] = ProcessInfo.processInfo.environment,
         identifier: String = "feedd"
     ) {
-        self.minimumLevel = Mutex(minimumLevel)
+        self.minimumLevel = Locked(minimumLevel)
         toJournal = JournalStream(environment: environment)?.matches(descriptor: STDERR_FILENO) ?? false
         self.identifier = identifier
     }

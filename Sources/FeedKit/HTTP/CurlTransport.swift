@@ -20,7 +20,7 @@ package final class CurlTransport: HTTPTransport {
     package let maximumBodyBytes: Int
 
     private let multi: MultiHandle
-    private let inbox = Mutex<[Request]>([])
+    private let inbox = Locked<[Request]>([])
 
     package init(maximumBodyBytes: Int = 64 << 20) {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))

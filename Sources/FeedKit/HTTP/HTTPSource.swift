@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The HTTP layer network adapters share: one GET with the feed's timeout, its outcome turned into
 /// a JSON body or a ``SourceError`` that says how to retry.
@@ -136,7 +135,7 @@ private final class FirstOutcome<T: Sendable>: Sendable {
         var cleanup: (@Sendable () -> Void)?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func install(_ continuation: CheckedContinuation<T, any Error>) {
         let early = state.withLock { state -> Result<T, any Error>? in

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The validators (`ETag`, `Last-Modified`) of the one URL a polled feed looks at again, so that
 /// each look is a conditional GET and an unchanged resource costs a `304` with no body.
@@ -13,7 +12,7 @@ public final class RevalidationMemory: Sendable {
         let validators: HTTPValidators
     }
 
-    private let entry = Mutex<Entry?>(nil)
+    private let entry = Locked<Entry?>(nil)
 
     public init() {}
 

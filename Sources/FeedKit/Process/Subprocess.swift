@@ -1,7 +1,6 @@
 import CSpawn
 import Foundation
 import Glibc
-import Synchronization
 
 /// A child process on three pipes, for out-of-process adapters.
 ///
@@ -13,7 +12,7 @@ public final class Subprocess: Sendable {
     public let pid: Int32
     private let input: Int32
     private let lines: LineChannel
-    private let exitStatus = Mutex<Int32?>(nil)
+    private let exitStatus = Locked<Int32?>(nil)
 
     /// The longest stdout line accepted; a longer one counts as a broken line.
     public static let maxLineBytes = 16 << 20
@@ -153,7 +152,7 @@ private final class LineChannel: Sendable {
         var waiterNumber = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func push(_ event: LineEvent) {
         let waiter = state.withLock { state -> CheckedContinuation<LineEvent, Never>? in
