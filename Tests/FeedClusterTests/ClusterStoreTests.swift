@@ -1,6 +1,6 @@
+import FeedKit
 import FeedCluster
 import Foundation
-import Synchronization
 import TestSupport
 import Testing
 
@@ -274,8 +274,8 @@ struct ClusterStoreTests {
 /// Ticks every 10 ms on one executor and remembers the longest gap between two ticks: if
 /// anything held that executor's thread, the gap shows it.
 final class Heartbeat: Sendable {
-    private let longestPause = Mutex<Duration>(.zero)
-    private let ticking = Mutex<Task<Void, Never>?>(nil)
+    private let longestPause = Locked<Duration>(.zero)
+    private let ticking = Locked<Task<Void, Never>?>(nil)
 
     static func onMainActor() -> Heartbeat {
         let heartbeat = Heartbeat()

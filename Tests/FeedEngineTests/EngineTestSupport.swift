@@ -1,5 +1,4 @@
 import FeedKit
-import Synchronization
 
 @testable import FeedEngine
 
@@ -18,7 +17,7 @@ final class ManualClock: EngineClock {
         var lastID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var now: ContinuousClock.Instant { state.withLock { $0.now } }
 
@@ -90,7 +89,7 @@ final class FetchScript: Sendable {
         var newDataWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Whether a cancelled fetch returns at once (as HTTP does) or only when answered (a hung plugin).
     let honoursCancellation: Bool
 

@@ -1,5 +1,4 @@
 import FeedKit
-import Synchronization
 import Testing
 
 @testable import FeedEngine
@@ -65,7 +64,7 @@ extension Feed {
 /// Pages of three items, as many as asked for, answered at once; remembers what was asked.
 final class NumberedPages: SourceAdapter {
     static let sourceName = "scripted"
-    private let requests = Mutex<[Int]>([])
+    private let requests = Locked<[Int]>([])
 
     init() {}
     init(options: AdapterOptions, context: AdapterContext) {}
@@ -81,7 +80,7 @@ final class NumberedPages: SourceAdapter {
 
 /// Writes a page as its number, and counts how often it was asked to.
 final class CountingEncoder: PageEncoder {
-    private let count = Mutex(0)
+    private let count = Locked(0)
 
     var encodedPages: Int { count.withLock { $0 } }
 

@@ -1,6 +1,5 @@
 import Dispatch
 import FeedKit
-import Synchronization
 import Testing
 import TestSupport
 
@@ -103,5 +102,5 @@ import TestSupport
 
 /// How many writes have returned so far.
 private final class ConfirmationCount: Sendable {
-    let count = Mutex(0)
+    let count = Locked(0)
 }

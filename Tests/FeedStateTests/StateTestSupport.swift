@@ -1,13 +1,12 @@
 import FeedKit
 import Foundation
-import Synchronization
 import TestSupport
 
 @testable import FeedState
 
 /// A log sink that keeps the lines, to check what a store reported.
 final class RecordingSink: LogSink {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
 
     func write(_ level: LogLevel, _ message: String) {
         lines.withLock { $0.append(message) }

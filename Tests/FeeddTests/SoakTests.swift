@@ -2,7 +2,6 @@ import FeedClient
 import FeedKit
 import Foundation
 import Glibc
-import Synchronization
 import Testing
 import TestSupport
 
@@ -180,7 +179,7 @@ final class SoakFigures: Sendable {
         var cursors: [String: Int] = [:]
     }
 
-    private let state = Mutex(Summary())
+    private let state = Locked(Summary())
 
     var summary: Summary { state.withLock { $0 } }
 

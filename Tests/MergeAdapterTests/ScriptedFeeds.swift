@@ -1,5 +1,4 @@
 import FeedKit
-import Synchronization
 
 /// Member feeds for a `merge` adapter under test: each a script of pages the test can change
 /// between fetches (add a page, fail, start a new generation), read as the engine's
@@ -17,11 +16,11 @@ final class ScriptedFeeds: FeedReader {
         var slow = false
     }
 
-    private let members: Mutex<[String: Member]>
-    private let readLog = Mutex<[String]>([])
+    private let members: Locked<[String: Member]>
+    private let readLog = Locked<[String]>([])
 
     init(_ members: [String: Member]) {
-        self.members = Mutex(members)
+        self.members = Locked(members)
     }
 
     /// A finite member whose pages hold items with these ids (data `{"n": ID}`).
@@ -59,7 +58,7 @@ final class ScriptedFeeds: FeedReader {
 
 /// Keeps every line a logger writes, with its level.
 final class RecordingSink: LogSink {
-    private let lines = Mutex<[(LogLevel, String)]>([])
+    private let lines = Locked<[(LogLevel, String)]>([])
 
     func write(_ level: LogLevel, _ message: String) {
         lines.withLock { $0.append((level, message)) }

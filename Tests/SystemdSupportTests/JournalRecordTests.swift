@@ -1,7 +1,6 @@
 import FeedKit
 import Foundation
 import Glibc
-import Synchronization
 import Testing
 
 @testable import SystemdSupport
@@ -65,7 +64,7 @@ final class RecordingSink: LogSink {
         let fields: LogFields
     }
 
-    private let stored = Mutex<[Record]>([])
+    private let stored = Locked<[Record]>([])
     var records: [Record] { stored.withLock { $0 } }
 
     func write(_ level: LogLevel, _ message: String) {

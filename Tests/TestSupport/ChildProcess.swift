@@ -1,5 +1,5 @@
+import FeedKit
 import Foundation
-import Synchronization
 
 /// Starts child processes with pipes that no other child can inherit.
 ///
@@ -8,7 +8,7 @@ import Synchronization
 /// child a test starts goes through here: pipes are made close-on-exec under one lock that is
 /// held until the child has its copies.
 public enum ChildProcess {
-    private static let spawnLock = Mutex(())
+    private static let spawnLock = Locked(())
 
     /// Launches `process` with its stdout and stderr going to new pipes; returns their read ends.
     public static func launch(_ process: Process) throws -> (output: FileHandle, errors: FileHandle) {
@@ -36,7 +36,7 @@ public enum ChildProcess {
         if let environment { process.environment = environment }
         let (output, errors) = try launch(process)
         // Both pipes are drained at once, so a child that fills one while we read the other cannot stall.
-        let errorData = Mutex(Data())
+        let errorData = Locked(Data())
         let errorsRead = DispatchGroup()
         DispatchQueue.global().async(group: errorsRead) {
             let data = errors.readDataToEndOfFile()

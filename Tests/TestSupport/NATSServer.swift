@@ -1,5 +1,5 @@
+import FeedKit
 import Foundation
-import Synchronization
 
 /// A real `nats-server` (Debian installs it in /usr/sbin) with JetStream for a test, on a free loopback port, storing in a
 /// temporary directory; no root needed. It can be stopped, restarted on the same port and store,
@@ -16,7 +16,7 @@ public final class NATSServer: Sendable {
     public let port: Int
     public let cluster: Cluster?
     private let directory: TemporaryDirectory
-    private let running = Mutex<(process: Process, log: LogCollector)?>(nil)
+    private let running = Locked<(process: Process, log: LogCollector)?>(nil)
 
     /// Starts a single JetStream server on `port` (a free one if nil); returns once it accepts clients.
     public convenience init(port: Int? = nil) throws {
