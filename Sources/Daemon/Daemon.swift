@@ -40,7 +40,8 @@ final class Daemon {
         case running
         case again
     }
-    /// `<state_dir>/adapters`, fixed at start like the consumer store beside it.
+    /// `<state_dir>/adapters`, fixed at start like the consumer store beside it; before that, the
+    /// configuration being read names it.
     private var adapterStateRoot: String?
     /// How `merge` feeds read their members: through the running feeds, once they exist.
     private let feedReader = EngineFeedReader()
@@ -52,18 +53,24 @@ final class Daemon {
     }
 
     private var configLoading: ConfigLoading {
-        ConfigLoading(paths: paths, logger: logger, transport: transport, adapterStateRoot: adapterStateRoot, feedReader: feedReader)
+        let (paths, fixedRoot) = (paths, adapterStateRoot)
+        return ConfigLoading(
+            paths: paths, logger: logger, transport: transport,
+            adapterStateRoot: { settings in fixedRoot ?? Self.adapterStateRoot(of: settings, paths: paths) }, feedReader: feedReader)
+    }
+
+    /// `<state_dir>/adapters` for the state directory `settings` name.
+    private nonisolated static func adapterStateRoot(of settings: DaemonSettings, paths: RuntimePaths) -> String {
+        paths.stateDirectory(configured: settings.stateDirectory) + "/adapters"
     }
 
     func run() -> Never {
         signal(SIGPIPE, SIG_IGN)
         // Before anything can announce the daemon, so a signal sent right after is never lost.
         handleSignals()
-        var configuration = loadConfigurationOrExit()
-        // The adapters' state directory is under the state directory the configuration names, so
-        // the feeds are built again once it is known (adapters touch nothing until they fetch).
-        adapterStateRoot = paths.stateDirectory(configured: configuration.daemon.stateDirectory) + "/adapters"
-        configuration = loadConfigurationOrExit()
+        let configuration = loadConfigurationOrExit()
+        // A reload keeps the adapters where they started, as the store stays where it opened.
+        adapterStateRoot = Self.adapterStateRoot(of: configuration.daemon, paths: paths)
         sink.setMinimumLevel(configuration.daemon.logLevel)
         logger.info("feedd \(feeddVersion) starting with \(configuration.files.joined(separator: ", "))")
         checkDescriptorLimit(maxClients: configuration.daemon.maxClients)

@@ -92,9 +92,9 @@ struct ConfigLoading {
     /// The one HTTP transport of the process: every feed's adapter gets it, so connections to an
     /// upstream are shared, and its thread is started once.
     let transport: any HTTPTransport
-    /// Where adapters keep what must survive a restart (`<state_dir>/adapters/<feed>`); nil for
-    /// `check-config`, whose adapters keep nothing.
-    var adapterStateRoot: String? = nil
+    /// Where adapters keep what must survive a restart (`<state_dir>/adapters/<feed>`), given the
+    /// configuration's `[daemon]` table; nil for `check-config`, whose adapters keep nothing.
+    var adapterStateRoot: (@Sendable (DaemonSettings) -> String)? = nil
     /// How `merge` feeds read their members; nil for `check-config`, which reads nothing.
     var feedReader: (any FeedReader)? = nil
 

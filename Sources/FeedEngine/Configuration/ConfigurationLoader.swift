@@ -10,13 +10,15 @@ public struct ConfigurationLoader: Sendable {
     private let logger: Logger
     private let transport: any HTTPTransport
     /// Where each feed's adapter gets a directory of its own (`<root>/<feed>`) for state that must
-    /// survive a restart; nil (check-config, tests) keeps that state in memory.
-    private let adapterStateRoot: String?
+    /// survive a restart, given the `[daemon]` table just read (the root lies under `state_dir`);
+    /// nil (check-config, tests) keeps that state in memory.
+    private let adapterStateRoot: (@Sendable (DaemonSettings) -> String)?
     /// How adapters that gather other feeds (`merge`) read them; nil where nothing is read.
     private let feedReader: (any FeedReader)?
 
     public init(
-        registry: AdapterRegistry, logger: Logger, transport: any HTTPTransport, adapterStateRoot: String? = nil,
+        registry: AdapterRegistry, logger: Logger, transport: any HTTPTransport,
+        adapterStateRoot: (@Sendable (DaemonSettings) -> String)? = nil,
         feedReader: (any FeedReader)? = nil
     ) {
         self.feedReader = feedReader
@@ -67,7 +69,10 @@ public struct ConfigurationLoader: Sendable {
         var feeds: [FeedDefinition] = []
         for name in merged.feeds.keys.sorted() {
             let (document, table) = merged.feeds[name]!
-            if let feed = readFeed(name: name, table: table, in: document, defaultPrefetch: daemon.prefetch, problems: &problems) {
+            if let feed = readFeed(
+                name: name, table: table, in: document, defaultPrefetch: daemon.prefetch, stateRoot: adapterStateRoot?(daemon),
+                problems: &problems)
+            {
                 feeds.append(feed)
             }
         }
@@ -211,7 +216,7 @@ public struct ConfigurationLoader: Sendable {
     // MARK: [feeds.NAME] tables
 
     private func readFeed(
-        name: String, table values: [String: JSONValue], in document: TOMLDocument, defaultPrefetch: Int,
+        name: String, table values: [String: JSONValue], in document: TOMLDocument, defaultPrefetch: Int, stateRoot: String?,
         problems: inout [ConfigProblem]
     ) -> FeedDefinition? {
         let table = ConfigTable(feed: name, values: values)
@@ -248,7 +253,7 @@ public struct ConfigurationLoader: Sendable {
         let options = AdapterOptions(feed: name, values: settings.options)
         let context = AdapterContext(
             feed: name, requestTimeout: settings.timeout, pollInterval: settings.poll, logger: logger.forFeed(name),
-            transport: transport, stateDirectory: adapterStateRoot.map { "\($0)/\(name)" }, feeds: feedReader)
+            transport: transport, stateDirectory: stateRoot.map { "\($0)/\(name)" }, feeds: feedReader)
         let adapter: any SourceAdapter
         let values = settings.options
         let makeAdapter: @Sendable () throws -> any SourceAdapter = {
