@@ -68,9 +68,13 @@ import Testing
         }
 
         // The source recovers and answers everything: every `next` must be answered.
+        // Every call is answered before time moves on, as a healthy source would answer it: a
+        // call left pending while 3 s pass times out, and counts as one more failure.
         for _ in 0..<60 where readers.contains(where: { $0.subscription.hasPendingRequests }) {
-            while let call = world.script.pendingCalls.first {
+            for _ in 0..<200 {
+                guard let call = world.script.pendingCalls.first else { break }
                 world.script.answer(.page(items: 1, next: .more(token: "after-\(call.request.page)")), call: call.number)
+                await world.settle()
             }
             world.clock.advance(by: .seconds(3))
             await world.settle()

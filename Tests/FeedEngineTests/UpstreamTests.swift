@@ -179,6 +179,28 @@ final class ScriptedWorld {
         #expect(log.pages.map(\.number) == [1, 2])
     }
 
+    /// Issue 12, defect 4: catching up is pipelined. The pages a reader wants next come from one
+    /// chain of calls to a source that answers fast, still one call at a time, each with the token
+    /// the page before returned; the page asked for first is handed out before the chain ends.
+    @Test func consecutive_wanted_pages_come_from_one_run_of_calls_one_at_a_time() async {
+        let world = ScriptedWorld()
+        let (log, subscription) = world.subscribe()
+        subscription.requestPages(4, replyTo: nil)
+        await world.settle()
+        world.script.answer(.page(items: 1, next: .more(token: "after-1")))
+        await world.settle()
+        #expect(log.pages.map(\.number) == [1], "the first page does not wait for the rest of the run")
+        #expect(world.script.pendingCalls.map(\.request.page) == [2])
+        for page in 2...4 {
+            world.script.answer(.page(items: 1, next: .more(token: "after-\(page)")))
+            await world.settle()
+        }
+        #expect(log.pages.map(\.number) == [1, 2, 3, 4])
+        #expect(world.script.calls.map(\.request.token) == [nil, "after-1", "after-2", "after-3"])
+        #expect(world.script.overlaps.isEmpty)
+        #expect(world.feed.upstreamRequests == 4)
+    }
+
     /// Issue 12, defect 4, below the server.
     @Test func reaching_page_n_of_a_directly_addressable_source_costs_one_fetch() async {
         let world = ScriptedWorld()

@@ -458,7 +458,29 @@ public final class Feed {
             return
         }
         guard makeRoomInCache(urgent: awaited != nil) else { return }
-        startFetch(page: step.page, request: step.request, jumped: step.jumped)
+        startFetch(page: step.page, request: step.request, jumped: step.jumped, maxPages: runLength(from: step.page, toward: wanted))
+    }
+
+    /// The most pages one run of calls may bring (see ``PageFetch``).
+    private static let maxRunPages = 32
+
+    /// How many pages a run starting at `first` may bring: `first` (which has room already),
+    /// then those after it that are on the way to `target` or wanted, and missing, as long as
+    /// the cache has room for them, on a prefetch's terms (see ``makeRoomInCache(urgent:)``).
+    private func runLength(from first: Int, toward target: Int) -> Int {
+        let limits = cacheLimits
+        var count = 1
+        while count < Self.maxRunPages {
+            let number = first + count
+            guard cache[number] == nil, !paging.isPastEnd(number), number <= target || isWanted(number) else { break }
+            var hasRoom = true
+            while hasRoom, cache.wouldExceed(limits, adding: cache.averageCost * (count + 1), pages: count + 1) {
+                hasRoom = evictOne(urgent: false)
+            }
+            guard hasRoom else { break }
+            count += 1
+        }
+        return count
     }
 
     /// Keeps the cache within `cache_pages` and `cache_bytes` before a fetch. A prefetch only
@@ -503,21 +525,21 @@ public final class Feed {
     }
 
     /// `jumped`: the page is asked for by its number alone, its predecessor never fetched.
-    private func startFetch(page number: Int, request: PageRequest, jumped: Bool) {
+    /// `maxPages`: how many consecutive pages the call chain may bring (see ``PageFetch``).
+    private func startFetch(page number: Int, request: PageRequest, jumped: Bool, maxPages: Int) {
         let id = nextCallID()
+        let handOver = RunHandOver()
         let fetch = PageFetch(
-            adapter: adapter, encoder: encoder, feed: name, generation: generation, number: number, request: request, wrap: settings.wrap,
-            fleet: membership == .joined ? fleet : nil)
-        // A shared feed's fetch may get the page from the fleet: it counts once it is known
-        // whether this instance asked the upstream.
-        if fetch.fleet == nil { counters.upstreamRequests += 1 }
+            adapter: adapter, encoder: encoder, clock: clock, feed: name, generation: generation, number: number, request: request,
+            maxPages: maxPages, handOver: handOver, wake: { Task { @MainActor in self.takeHandedOver(handOver, call: id) } },
+            wrap: settings.wrap, fleet: membership == .joined ? fleet : nil)
         let startedAt = clock.now
         let task = Task {
-            let (result, askedUpstream) = await fetch.run()
-            self.fetchReturned(id, result: result, startedAt: startedAt, uncountedRequest: askedUpstream && fetch.fleet != nil)
+            let run = await fetch.run()
+            self.fetchReturned(id, run: run, handOver: handOver, startedAt: startedAt)
         }
-        upstream = .fetching(
-            AdapterCall(id: id, page: number, request: request, jumped: jumped, task: task, deadline: startedAt + settings.timeout))
+        let deadline = startedAt + settings.timeout + (maxPages > 1 ? PageFetch.runBudget : .zero)
+        upstream = .fetching(AdapterCall(id: id, page: number, request: request, jumped: jumped, task: task, deadline: deadline))
         watchDeadlines()
     }
 
@@ -556,26 +578,38 @@ public final class Feed {
         }
     }
 
-    private func fetchReturned(
-        _ id: Int, result: Result<PageFetch.Outcome, any Error>, startedAt: ContinuousClock.Instant, uncountedRequest: Bool = false
-    ) {
+    /// Files the pages a run in flight has handed over so far, and hands them out.
+    private func takeHandedOver(_ handOver: RunHandOver, call id: Int) {
+        guard case .fetching(let call) = upstream, call.id == id else { return }
+        let pages = handOver.takeAll()
+        guard !pages.isEmpty else { return }
+        file(pages, of: call)
+        trimCache()
+        pumpAll()
+    }
+
+    private func fetchReturned(_ id: Int, run: PageFetch.Run, handOver: RunHandOver, startedAt: ContinuousClock.Instant) {
         switch upstream {
         case .fetching(let call) where call.id == id:
             upstream = .idle
-            if uncountedRequest { counters.upstreamRequests += 1 }
+            counters.upstreamRequests += run.adapterCalls
             let duration = clock.now - startedAt
             counters.upstreamDuration.record(duration)
-            logger.debug("page \(call.page): upstream answered in \(duration.wholeMilliseconds) ms")
-            switch result {
-            case .success(.page(let page, let next)):
-                store(page, next: next, request: call.request, jumped: call.jumped)
-            case .success(.notYet):
-                paging.caughtUpAt = call.page
+            logger.debug("page \(call.page): upstream answered \(run.adapterCalls) call(s) in \(duration.wholeMilliseconds) ms")
+            file(handOver.takeAll() + run.pages, of: call)
+            switch run.ending {
+            case nil:
+                break
+            case .notYet(let page):
+                paging.caughtUpAt = page
                 recovered()
-                pumpAll()
-            case .failure(let error):
-                fail(page: call.page, error: error as? SourceError ?? .transient(String(describing: error)))
+            case .failure(let error, let page):
+                // Backing off before the pages are handed out keeps the upstream busy, so handing
+                // them out starts no other call.
+                fail(page: page, error: error as? SourceError ?? .transient(String(describing: error)))
             }
+            trimCache()
+            pumpAll()
         case .draining(let call, let retryAt) where call.id == id:
             finishDraining(call, retryAt: retryAt)
         default:
@@ -700,13 +734,17 @@ public final class Feed {
 
     // MARK: Outcomes
 
-    private func store(_ page: Page, next: NextPage, request: PageRequest, jumped: Bool) {
-        counters.pagesFetched += 1
-        paging.record(page: page.number, request: request, next: next, isEmpty: page.itemCount == 0, jumped: jumped)
-        if !paging.isPastEnd(page.number) { cache.insert(page) }
-        recovered()
-        trimCache()
-        pumpAll()
+    /// Files pages `call` fetched: what each says of the pages after it, and the page in the cache.
+    private func file(_ pages: [FetchedPage], of call: AdapterCall) {
+        for fetched in pages {
+            let page = fetched.page
+            counters.pagesFetched += 1
+            // Only the run's first page can have been asked for by its number alone.
+            let jumped = call.jumped && page.number == call.page
+            paging.record(page: page.number, request: fetched.request, next: fetched.next, isEmpty: page.itemCount == 0, jumped: jumped)
+            if !paging.isPastEnd(page.number) { cache.insert(page) }
+        }
+        if !pages.isEmpty { recovered() }
     }
 
     private func fail(page number: Int, error: SourceError) {
@@ -1069,64 +1107,126 @@ struct GenerationPaging {
     }
 }
 
-/// One upstream request, run off the main actor together with encoding its page, so the main
+/// One adapter call chain, run off the main actor together with encoding its pages, so the main
 /// actor only files the outcome and neither parsing nor encoding holds up its replies.
+///
+/// A run asks for up to `maxPages` consecutive pages, one call at a time, each with the token
+/// the previous one returned, and only while pages come fast (no call starts more than
+/// ``runBudget`` after the first). Its first page, the one a subscriber may be waiting for, is
+/// handed over at once (see ``RunHandOver``); the others come with the run's end. So a fast
+/// source (a local file) costs two hops to the main actor per run, not one per page, and a page
+/// waits at most for calls that started within the budget.
 private struct PageFetch: Sendable {
     let adapter: any SourceAdapter
     let encoder: any PageEncoder
+    let clock: any EngineClock
     let feed: String
     let generation: Int
     let number: Int
     let request: PageRequest
+    /// How many pages the run may bring: those after `number` that are wanted and missing.
+    let maxPages: Int
+    let handOver: RunHandOver
+    /// Wakes the feed to take what ``handOver`` holds.
+    let wake: @Sendable () -> Void
     /// The feed's `wrap`: after the source's last page it starts over, unless it is empty.
     let wrap: Bool
     /// The fleet of a shared feed that joined one: the page is fetched once for all of it.
     let fleet: FleetLink?
 
-    enum Outcome {
-        case page(Page, next: NextPage)
-        case notYet
+    /// How long a run keeps starting calls. Every call still gets the feed's whole `timeout`:
+    /// the run's deadline is its start plus this plus `timeout`.
+    static let runBudget = Duration.milliseconds(1)
+
+    /// How a run ended: the pages not handed over before (each with the request it answered),
+    /// then why it stopped, if not after a page (a live source's "not yet", or a failure).
+    struct Run {
+        var pages: [FetchedPage] = []
+        var ending: Ending?
+        /// Calls this instance made to the adapter (none for a page taken from the fleet).
+        var adapterCalls = 0
+    }
+
+    /// Why a run stopped short of a page, and at which page.
+    enum Ending {
+        case notYet(page: Int)
+        case failure(any Error, page: Int)
     }
 
     /// For a shared feed: the page the fleet published, else fetched here under its lease and
     /// published, else the one its holder publishes (see ``FleetLink/obtainPage(feed:generation:page:fetch:)``);
-    /// fetched here alone while the fleet cannot be reached.
-    /// `askedUpstream`: whether this instance called the adapter (not for a page from the fleet).
-    func run() async -> (result: Result<Outcome, any Error>, askedUpstream: Bool) {
-        guard let fleet else { return (await fetchFromSource(), true) }
+    /// fetched here alone while the fleet cannot be reached. A shared feed's run is one page:
+    /// each page has its own lease.
+    func run() async -> Run {
+        guard let fleet else { return await runFromSource() }
+        var run = Run()
         do {
             let outcome = try await fleet.obtainPage(feed: feed, generation: generation, page: number) {
-                guard case .page(let page, let next) = try await fetchFromSource().get() else { return nil }
+                guard case .page(let page, let next) = try await askSource(request, page: number) else { return nil }
                 return FleetPage(
                     feed: feed, generation: generation, number: number, line: page.publishedLine, itemCount: page.itemCount, next: next,
                     sourcePage: request.page)
             }
             switch outcome {
             case .page(let published, let fetchedHere):
+                run.adapterCalls = fetchedHere ? 1 : 0
                 guard let page = Page(published: published, wrap: wrap) else {
-                    return (.failure(SourceError.transient("the fleet's page \(number) of generation \(generation) is not a page line")), fetchedHere)
+                    run.ending = .failure(SourceError.transient("the fleet's page \(number) of generation \(generation) is not a page line"), page: number)
+                    return run
                 }
-                return (.success(.page(page, next: published.next)), fetchedHere)
+                run.pages = [FetchedPage(page: page, next: published.next, request: request)]
             case .notYet:
-                return (.success(.notYet), true)
+                run.adapterCalls = 1
+                run.ending = .notYet(page: number)
             case .unreachable:
-                return (await fetchFromSource(), true)
+                return await runFromSource()
             }
         } catch {
             // What `obtainPage` throws is the adapter's failure, or the end of a wait (cancelled).
-            return (.failure(error), !(error is CancellationError))
+            run.adapterCalls = error is CancellationError ? 0 : 1
+            run.ending = .failure(error, page: number)
+        }
+        return run
+    }
+
+    private func runFromSource() async -> Run {
+        var run = Run()
+        let started = clock.now
+        var request = request
+        while true {
+            let number = number + run.adapterCalls
+            run.adapterCalls += 1
+            do {
+                switch try await askSource(request, page: number) {
+                case .notYet:
+                    run.ending = .notYet(page: number)
+                    return run
+                case .page(let page, let next):
+                    let fetched = FetchedPage(page: page, next: next, request: request)
+                    // Only `more` says for sure which request comes next (see GenerationPaging.record).
+                    guard case .more(let token) = next, run.adapterCalls < maxPages, !Task.isCancelled,
+                        clock.now - started < Self.runBudget
+                    else {
+                        run.pages.append(fetched)
+                        return run
+                    }
+                    handOver.put(fetched)
+                    if run.adapterCalls == 1 { wake() }
+                    request = PageRequest(page: request.page + 1, token: token, generation: generation, seed: request.seed)
+                }
+            } catch {
+                run.ending = .failure(error, page: number)
+                return run
+            }
         }
     }
 
-    private func fetchFromSource() async -> Result<Outcome, any Error> {
-        do {
-            return .success(try await askSource())
-        } catch {
-            return .failure(error)
-        }
+    private enum Answer {
+        case page(Page, next: NextPage)
+        case notYet
     }
 
-    private func askSource() async throws -> Outcome {
+    private func askSource(_ request: PageRequest, page number: Int) async throws -> Answer {
         switch try await adapter.fetch(request) {
         case .notYet:
             return .notYet
@@ -1134,6 +1234,30 @@ private struct PageFetch: Sendable {
             let isLast = Page.isLast(next: next, wrap: wrap, isEmpty: items.isEmpty, sourcePage: request.page)
             let page = Page(feed: feed, generation: generation, number: number, items: items, isLast: isLast, encoder: encoder)
             return .page(page, next: next)
+        }
+    }
+}
+
+/// A page a run fetched, with the request it answered and what it said of the next.
+struct FetchedPage: Sendable {
+    let page: Page
+    let next: NextPage
+    let request: PageRequest
+}
+
+/// The pages a run in flight has fetched that its feed has not taken yet.
+final class RunHandOver: Sendable {
+    private let pages = Locked([FetchedPage]())
+
+    func put(_ page: FetchedPage) {
+        pages.withLock { $0.append(page) }
+    }
+
+    /// Everything handed over so far, in order.
+    func takeAll() -> [FetchedPage] {
+        pages.withLock { pages in
+            defer { pages = [] }
+            return pages
         }
     }
 }

@@ -53,9 +53,9 @@ struct PageCache {
         return low
     }
 
-    /// Whether one more page of `cost` bytes would take the cache past either limit.
-    func wouldExceed(_ limits: Limits, adding cost: Int) -> Bool {
-        pages.count + 1 > limits.pages || byteCount + cost > limits.bytes
+    /// Whether `count` more pages of `cost` bytes together would take the cache past either limit.
+    func wouldExceed(_ limits: Limits, adding cost: Int, pages count: Int = 1) -> Bool {
+        pages.count + count > limits.pages || byteCount + cost > limits.bytes
     }
 
     /// Whether the cache is past either limit now.
