@@ -108,15 +108,4 @@ import TestSupport
         let consumers = try client.request("status")["feeds"]?.arrayValue?.first?["consumers"]?.arrayValue ?? []
         #expect(consumers.first { $0["name"] == "eve" }?["after"] == 0)
     }
-
-    @Test func test_state_page_bytes_must_be_a_size() throws {
-        let directory = try TemporaryDirectory()
-        let config = try directory.write("feedd.toml", """
-            [daemon]
-            state_page_bytes = "lots"
-            """)
-        let result = try ChildProcess.run(FeeddBinaries.feedd, ["check-config", "--config", config])
-        #expect(result.status == 2)
-        #expect((result.output + result.errors).contains("\(config):2:1: daemon.state_page_bytes: expected a size such as \"512KiB\", \"64MiB\" or \"1GiB\""), "\(result.output + result.errors)")
-    }
 }
