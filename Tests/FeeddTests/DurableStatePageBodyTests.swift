@@ -12,7 +12,7 @@ import TestSupport
         .appendingPathComponent("../plugins/unrepeatable-plugin").standardized.path
 
     /// A daemon serving `custom` from `unrepeatable-plugin`, whose every fetch holds new items.
-    private static func daemon(in directory: TemporaryDirectory, daemonKeys: String = "", padding: Int = 0) throws -> DaemonProcess {
+    private static func daemon(in directory: TemporaryDirectory, daemonKeys: String = "", feedKeys: String = "", padding: Int = 0) throws -> DaemonProcess {
         try DaemonProcess(config: """
             [daemon]
             state_dir = "\(directory.path("state"))"
@@ -25,6 +25,7 @@ import TestSupport
             counter = "\(directory.path("counter"))"
             log = "\(directory.path("fetches"))"
             padding = \(padding)
+            \(feedKeys)
             """, directory: directory)
     }
 
@@ -107,5 +108,16 @@ import TestSupport
         try daemon.log.waitForLine(containing: "page 2: its stored items were dropped to keep within daemon.state_page_bytes")
         let consumers = try client.request("status")["feeds"]?.arrayValue?.first?["consumers"]?.arrayValue ?? []
         #expect(consumers.first { $0["name"] == "eve" }?["after"] == 0)
+    }
+
+    @Test func test_a_page_the_cache_gave_up_is_read_from_the_state_not_fetched_again() throws {
+        let directory = try TemporaryDirectory()
+        let daemon = try Self.daemon(in: directory, feedKeys: "cache_pages = 1")
+        let first = try Self.read(3, from: try daemon.connect())
+        let later = try Self.read(3, from: try daemon.connect())
+        #expect(later.map { $0["items"] } == first.map { $0["items"] })
+        #expect(Self.fetches(in: directory) == [1, 2, 3])
+        let status = try daemon.connect().request("status")["feeds"]?.arrayValue?.first
+        #expect(status?["upstream_requests"] == 3 && status?["fetched_pages"] == 3)
     }
 }
