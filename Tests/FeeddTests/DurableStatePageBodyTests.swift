@@ -12,10 +12,12 @@ import TestSupport
         .appendingPathComponent("../plugins/unrepeatable-plugin").standardized.path
 
     /// A daemon serving `custom` from `unrepeatable-plugin`, whose every fetch holds new items.
-    private static func daemon(in directory: TemporaryDirectory, daemonKeys: String = "", feedKeys: String = "", padding: Int = 0) throws -> DaemonProcess {
+    private static func daemon(
+        in directory: TemporaryDirectory, state: String? = nil, daemonKeys: String = "", feedKeys: String = "", padding: Int = 0
+    ) throws -> DaemonProcess {
         try DaemonProcess(config: """
             [daemon]
-            state_dir = "\(directory.path("state"))"
+            state_dir = "\(state ?? directory.path("state"))"
             \(daemonKeys)
             [feeds.custom]
             source = "exec"
@@ -119,5 +121,37 @@ import TestSupport
         #expect(Self.fetches(in: directory) == [1, 2, 3])
         let status = try daemon.connect().request("status")["feeds"]?.arrayValue?.first
         #expect(status?["upstream_requests"] == 3 && status?["fetched_pages"] == 3)
+    }
+
+    @Test func test_a_page_that_cannot_be_stored_is_not_served_until_it_can_be() throws {
+        let directory = try TemporaryDirectory()
+        let mountPoint = directory.path("small")
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        guard (try? ChildProcess.run("/usr/bin/env", ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mountPoint]))?.status == 0 else {
+            print("skipped: cannot mount a tmpfs here")
+            return
+        }
+        defer { _ = try? ChildProcess.run("/usr/bin/env", ["umount", "-l", mountPoint]) }
+        var daemon = try Self.daemon(in: directory, state: "\(mountPoint)/state", feedKeys: #"retry_max_delay = "200ms""#)
+        let client = try daemon.connect()
+        _ = try Self.read(1, from: client)
+
+        let filler = "\(mountPoint)/filler"
+        let descriptor = open(filler, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while chunk.withUnsafeBytes({ write(descriptor, $0.baseAddress, $0.count) }) > 0 {}
+        close(descriptor)
+        try client.send("next custom")
+        let notice = try client.read(until: "error").found
+        #expect(notice["code"] == "upstream" && notice["message"]?.stringValue?.contains("page 2 cannot be stored") == true, "\(notice.jsonText)")
+
+        try FileManager.default.removeItem(atPath: filler)
+        let page = try client.read(until: "page").found
+        #expect(page["page"] == 2)
+        try Self.kill(daemon)
+        daemon = try Self.daemon(in: directory, state: "\(mountPoint)/state")
+        let resumed = try daemon.connect()
+        #expect(try resumed.request(#"{"op":"subscribe","feed":"custom","after":1}"#)["after"] == 1)
+        #expect(try Self.read(1, from: resumed)[0]["items"] == page["items"], "page 2 is served as it was sent")
     }
 }

@@ -522,8 +522,8 @@ public final class Feed {
         if fetch.fleet == nil { counters.upstreamRequests += 1 }
         let startedAt = clock.now
         let task = Task {
-            let (result, askedUpstream) = await fetch.run()
-            await self.keepItems(of: result, fetchedBy: fetch, call: id)
+            let (fetched, askedUpstream) = await fetch.run()
+            let result = await self.keepItems(of: fetched, fetchedBy: fetch, call: id)
             self.fetchReturned(id, result: result, startedAt: startedAt, uncountedRequest: askedUpstream && fetch.fleet != nil)
         }
         upstream = .fetching(
@@ -764,13 +764,16 @@ extension Feed {
 
     /// For a source that cannot fetch a page again (``SourceAdapter/reproducesPages`` false): stores
     /// the page `call` fetched, with its token and items, before anyone is sent it, so that it is
-    /// served as it was after a restart or once the cache gave it up. A page that cannot be stored
-    /// (the disk is full) is served all the same, and the failure logged: if it is needed again, it
-    /// is fetched again.
-    fileprivate func keepItems(of result: Result<PageFetch.Outcome, any Error>, fetchedBy fetch: PageFetch, call id: Int) async {
+    /// served as it was after a restart or once the cache gave it up. Returns the fetch's outcome,
+    /// which a page that cannot be stored (the disk is full) turns into a failure: the page is not
+    /// served, since after a restart it could not be served again, and the fetch is retried with
+    /// the feed's backoff while its subscribers are told why.
+    fileprivate func keepItems(
+        of result: Result<PageFetch.Outcome, any Error>, fetchedBy fetch: PageFetch, call id: Int
+    ) async -> Result<PageFetch.Outcome, any Error> {
         guard case .success(.page(let page, let next)) = result, !fetch.adapter.reproducesPages, let store, fleet == nil,
             case .fetching(let call) = upstream, call.id == id, page.number > pagesSentToStore
-        else { return }
+        else { return result }
         let stored = FleetPage(
             feed: name, generation: generation, number: page.number, line: page.publishedLine, itemCount: page.itemCount, next: next,
             sourcePage: fetch.request.page)
@@ -778,11 +781,12 @@ extension Feed {
             if store.feed(name)?.generation != generation {
                 try await store.startGeneration(feed: name, generation: generation, fingerprint: settings.contentFingerprint, seed: paging.seed)
             }
-            guard generation == fetch.generation else { return }
+            guard generation == fetch.generation else { return result }
             try await storePages(through: page.number, fetched: NewPage(token: next.token, body: StoredPageBody.encode(stored)))
         } catch {
-            logger.warning("page \(page.number): cannot store its items (\(error)); if it is needed again, it is fetched again")
+            return .failure(SourceError.transient("page \(page.number) cannot be stored, and its source cannot give it again: \(error)"))
         }
+        return result
     }
 
     /// Reads page `number` from the store instead of asking the source, if the store keeps its
