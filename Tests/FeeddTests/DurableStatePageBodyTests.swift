@@ -125,22 +125,13 @@ import TestSupport
 
     @Test func test_a_page_that_cannot_be_stored_is_not_served_until_it_can_be() throws {
         let directory = try TemporaryDirectory()
-        let mountPoint = directory.path("small")
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        guard (try? ChildProcess.run("/usr/bin/env", ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mountPoint]))?.status == 0 else {
-            print("skipped: cannot mount a tmpfs here")
-            return
-        }
-        defer { _ = try? ChildProcess.run("/usr/bin/env", ["umount", "-l", mountPoint]) }
-        var daemon = try Self.daemon(in: directory, state: "\(mountPoint)/state", feedKeys: #"retry_max_delay = "200ms""#)
+        guard let disk = SmallDisk(in: directory) else { return }
+        defer { disk.unmount() }
+        var daemon = try Self.daemon(in: directory, state: "\(disk.path)/state", feedKeys: #"retry_max_delay = "200ms""#)
         let client = try daemon.connect()
         _ = try Self.read(1, from: client)
 
-        let filler = "\(mountPoint)/filler"
-        let descriptor = open(filler, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        let chunk = [UInt8](repeating: 0, count: 64 << 10)
-        while chunk.withUnsafeBytes({ write(descriptor, $0.baseAddress, $0.count) }) > 0 {}
-        close(descriptor)
+        let filler = disk.fill()
         try client.send("next custom")
         let notice = try client.read(until: "error").found
         #expect(notice["code"] == "upstream" && notice["message"]?.stringValue?.contains("page 2 cannot be stored") == true, "\(notice.jsonText)")
@@ -149,7 +140,7 @@ import TestSupport
         let page = try client.read(until: "page").found
         #expect(page["page"] == 2)
         try Self.kill(daemon)
-        daemon = try Self.daemon(in: directory, state: "\(mountPoint)/state")
+        daemon = try Self.daemon(in: directory, state: "\(disk.path)/state")
         let resumed = try daemon.connect()
         #expect(try resumed.request(#"{"op":"subscribe","feed":"custom","after":1}"#)["after"] == 1)
         #expect(try Self.read(1, from: resumed)[0]["items"] == page["items"], "page 2 is served as it was sent")
