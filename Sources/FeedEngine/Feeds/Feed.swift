@@ -810,8 +810,8 @@ extension Feed {
         case .fetching(let call) where call.id == id:
             upstream = .idle
             guard let stored else {
-                logger.warning("page \(call.page): its stored items cannot be read; fetching it from the source again")
-                return startFetch(page: call.page, request: call.request, jumped: call.jumped)
+                startOver(because: "page \(call.page): its stored items cannot be read, and the source cannot fetch it again as it was")
+                return
             }
             store(stored.page, next: stored.next, request: call.request, jumped: call.jumped, fromStore: true)
         case .draining(let call, let retryAt) where call.id == id:
@@ -823,16 +823,23 @@ extension Feed {
 
     /// A page whose items the store dropped to keep within `daemon.state_page_bytes`, of a source
     /// that cannot fetch it again, cannot be served as it was: fetching it again could leave out
-    /// items a consumer was sent and never acknowledged. So the feed starts a new generation, as a
-    /// `refresh` does, with every consumer back at 0 (SPEC §3: duplicates, never a gap). Returns
-    /// whether it does, or is doing so already (then nothing is fetched meanwhile).
+    /// items a consumer was sent and never acknowledged. So the feed starts a new generation
+    /// (``startOver(because:)``). Returns whether it does, or is doing so already (then nothing is
+    /// fetched meanwhile).
     private func startsOverForLostPage(_ number: Int) -> Bool {
         if isStartingOver { return true }
         guard let stored = storedGeneration, stored.lostItems(of: number) else { return false }
+        startOver(
+            because: "page \(number): its stored items were dropped to keep within daemon.state_page_bytes, and the source cannot fetch it again as it was")
+        return true
+    }
+
+    /// Starts a new generation, as a `refresh` does, with every consumer back at 0 (SPEC §3:
+    /// duplicates, never a gap), since a page of this one cannot be served as it was.
+    private func startOver(because reason: String) {
+        guard !isStartingOver else { return }
         isStartingOver = true
-        logger.warning(
-            "page \(number): its stored items were dropped to keep within daemon.state_page_bytes, and the source cannot fetch it "
-                + "again as it was; starting a new generation with every consumer at 0")
+        logger.warning("\(reason); starting a new generation with every consumer at 0")
         refresh { result in
             Task {
                 // The store refused the new generation (a full disk, say): try again in a while.
@@ -841,7 +848,6 @@ extension Feed {
                 self.pumpAll()
             }
         }
-        return true
     }
 }
 
