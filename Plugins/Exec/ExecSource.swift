@@ -9,6 +9,7 @@ import Foundation
 /// ```
 /// -> {"op":"configure","feed":"custom","options":{...}}
 /// <- {"ok":true}                                   or {"error":"why"}
+/// <- {"ok":true,"reproduces_pages":false}          its pages cannot be fetched again alike
 /// -> {"op":"fetch","page":1,"token":null,"page_size":20}
 /// <- {"items":[{"id":"a","data":{...}}, ...],"next":"opaque-or-null"}
 /// <- {"error":"upstream timed out","retryable":true}
@@ -17,6 +18,9 @@ import Foundation
 /// A program that exits, hangs past `timeout` or writes a line that is not a valid response is
 /// killed and started again on the next try, with the feed's backoff; the feed carries on at the
 /// page it was on. Its stderr goes to the daemon's log, tagged with the feed.
+///
+/// A program whose pages are not the same when asked for again (it reads a queue, a live API, a
+/// clock) answers `configure` with `"reproduces_pages": false`, and the daemon keeps its pages.
 ///
 /// Options: `command` (required, an array: the program and its arguments), `page_size`
 /// (default 20); every option is passed to the program in `configure`.
@@ -52,6 +56,11 @@ public struct ExecSource: SourceAdapter {
         case .pluginError(let error): throw error
         case .invalid(let reason): throw await host.discard(because: reason)
         }
+    }
+
+    /// As the program declared when it was last configured (see ``SourceAdapter/reproducesPages``).
+    public var reproducesPages: Bool {
+        host.reproducesPages.withLock { $0 }
     }
 
     public func shutdown() async {

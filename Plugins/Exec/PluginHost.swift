@@ -14,6 +14,9 @@ actor PluginHost {
     private let logger: Logger
     private var process: Subprocess?
     private var starts = 0
+    /// What the program declared in its answer to `configure` (`"reproduces_pages"`); true until
+    /// it has answered, and for a program that does not say.
+    let reproducesPages = Locked(true)
 
     /// The PATH plugins get, and the one a bare program name is looked up in.
     static let searchPath = "/usr/local/bin:/usr/bin:/bin"
@@ -83,6 +86,14 @@ actor PluginHost {
         }
         guard answer["ok"] == true else {
             throw await discard(because: "answered configure with \(answer.jsonText.prefix(200))")
+        }
+        switch answer["reproduces_pages"] {
+        case nil, .null?:
+            reproducesPages.withLock { $0 = true }
+        case .bool(let declared)?:
+            reproducesPages.withLock { $0 = declared }
+        case let other?:
+            throw await discard(because: "answered configure with \"reproduces_pages\": \(other.jsonText.prefix(50)), which is not true or false")
         }
         return process
     }

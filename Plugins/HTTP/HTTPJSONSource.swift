@@ -68,6 +68,19 @@ public struct HTTPJSONSource: SourceAdapter {
         }
     }
 
+    /// True only for pages addressed by number (`{page}`, `{offset}`) of a feed that is not
+    /// polled: page N is an address the API answers the same way again. Not for a cursor or a
+    /// next-page URL (`{cursor}`, `next = "link"` or a `next` URL): those are the API's own
+    /// promises, which many APIs let expire or resolve against data that has moved on. Not with
+    /// `poll` either: a polled API is live, and the page at an address grows and changes (its
+    /// last page is looked at again until it names a next one).
+    public var reproducesPages: Bool {
+        switch template.paging {
+        case .page, .offset: return !polls
+        case .cursor, .none: return false
+        }
+    }
+
     public func fetch(_ request: PageRequest) async throws -> FetchResult {
         var location: PageLocation
         switch PageToken(request, firstPage: template.firstPage) {

@@ -42,6 +42,12 @@ public struct RSSSource: SourceAdapter {
         published = PublishedEntries(directory: polls ? context.stateDirectory : nil, logger: context.logger)
     }
 
+    /// False: a page is cut from the document as it was at one look. Without `poll` the document
+    /// may have changed by the next look; with `poll` an entry is published once, and the batches
+    /// a page is cut from live in this process only, so after a restart "batch 1, page 2" holds
+    /// whatever the document has that was never published. The daemon keeps the pages instead.
+    public var reproducesPages: Bool { false }
+
     public func fetch(_ request: PageRequest) async throws -> FetchResult {
         let (batchNumber, page) = Self.position(of: request.token)
         let generation = request.generation

@@ -170,7 +170,8 @@ final class Daemon {
     private func openStateStore(_ settings: DaemonSettings) -> StateStore {
         let directory = paths.stateDirectory(configured: settings.stateDirectory)
         do {
-            let store = try StateStore(directory: directory, logger: logger.labelled("state"))
+            let store = try StateStore(
+                directory: directory, options: StateStore.Options(pageBodyBudget: settings.statePageBytes), logger: logger.labelled("state"))
             logger.info("durable state in \(store.databasePath)")
             return store
         } catch {

@@ -7,9 +7,9 @@ import Foundation
 ///
 /// A page's line alone does not say how to ask for the page after it, which an instance that
 /// did not fetch it needs on a sequential source. So every page is published with one more
-/// header, `Feedd-Page`, a JSON object: `items` (how many), `next` (`more`, `later` or `end`,
-/// as the source answered), `token` (the next page's token, if any) and `source_page` (the
-/// source page it was asked for as). `nats sub` shows it; readers of the feed need only the line.
+/// header, `Feedd-Page`: ``FleetPage/header``, a JSON object with `items` (how many), `next`
+/// (`more`, `later` or `end`, as the source answered), `token` (the next page's token, if any)
+/// and `source_page`. `nats sub` shows it; readers of the feed need only the line.
 public final class ClusterFleetLink: FleetLink {
     public let store: ClusterStore
     private let logger: Logger
@@ -223,36 +223,15 @@ public final class ClusterFleetLink: FleetLink {
     }
 
     static func header(of page: FleetPage) -> String {
-        var fields: [String: JSONValue] = ["items": .integer(Int64(page.itemCount)), "source_page": .integer(Int64(page.sourcePage))]
-        switch page.next {
-        case .more(let token):
-            fields["next"] = "more"
-            fields["token"] = token.map(JSONValue.string)
-        case .later(let token):
-            fields["next"] = "later"
-            fields["token"] = token.map(JSONValue.string)
-        case .end:
-            fields["next"] = "end"
-        }
-        return String(decoding: JSONValue.object(fields).serialized, as: UTF8.self)
+        page.header
     }
 
     /// The page a published message carries, or nil if it lacks the `Feedd-Page` header.
     static func fleetPage(_ published: PublishedPage) -> FleetPage? {
-        guard let header = published.headers[pageHeader], let fields = try? JSONValue(parsing: Array(header.utf8)),
-            let items = fields["items"]?.integerValue, let sourcePage = fields["source_page"]?.integerValue
-        else { return nil }
-        let token = fields["token"]?.stringValue
-        let next: NextPage
-        switch fields["next"]?.stringValue {
-        case "more": next = .more(token: token)
-        case "later": next = .later(token: token)
-        case "end": next = .end
-        default: return nil
-        }
+        guard let header = published.headers[pageHeader] else { return nil }
         return FleetPage(
-            feed: published.page.feed, generation: published.page.generation, number: published.page.page, line: published.line,
-            itemCount: Int(items), next: next, sourcePage: Int(sourcePage))
+            header: Array(header.utf8), feed: published.page.feed, generation: published.page.generation, number: published.page.page,
+            line: published.line)
     }
 
     // MARK: Consumers

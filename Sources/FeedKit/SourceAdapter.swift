@@ -12,7 +12,8 @@
 /// - Page 1 comes with `token == nil`; page N+1 comes with the token page N returned, so an
 ///   adapter whose source pages by cursor keeps its cursor in the token. A page may be asked for
 ///   again later with the same token (its cache entry was dropped, or the daemon restarted), and
-///   should come back the same if the source allows.
+///   should come back the same; an adapter whose source cannot promise that says so with
+///   ``reproducesPages``, and the daemon keeps its pages instead of asking again.
 /// - An adapter whose ``pageAddressing`` is ``PageAddressing/direct`` can also be asked for any
 ///   page N with `token == nil`, and must answer with the same page as when walking to it.
 /// - Randomness that shapes pages comes from ``PageRequest/seed``, which the engine chooses when a
@@ -79,12 +80,28 @@ public protocol SourceAdapter: Sendable {
     /// itself, directly or through others; a new generation of one of them starts a new
     /// generation of this feed, and refreshing this feed refreshes them.
     var memberFeeds: [String] { get }
+
+    /// Whether asking for a page of a generation again, with the same ``PageRequest/token`` and
+    /// ``PageRequest/seed``, gives back the same items, in the same order, now and after a restart.
+    ///
+    /// True (the default) for a source that is a fixed list or addresses its pages (a file, an S3
+    /// object per page, randomuser with the generation's seed): the daemon then keeps only each
+    /// page's token, and fetches a page again whenever it needs it again. False for a source that
+    /// cannot promise it (an RSS document that changes between looks and whose entries are
+    /// published once, an upstream cursor that expires, a live API): the daemon then also stores
+    /// every page it fetches, within `daemon.state_page_bytes`, and serves it from there instead of
+    /// asking again, so a consumer resuming after a restart continues the very sequence it acknowledged.
+    /// Read after every `fetch`, so an adapter may learn the answer while fetching (an `exec`
+    /// plugin declares it when it is configured).
+    var reproducesPages: Bool { get }
 }
 
 extension SourceAdapter {
     public var pageAddressing: PageAddressing { .sequential }
 
     public var memberFeeds: [String] { [] }
+
+    public var reproducesPages: Bool { true }
 
     public func waitForNewData(after request: PageRequest, pollInterval: Duration) async throws {
         try await Task.sleep(for: pollInterval)

@@ -13,6 +13,14 @@ public struct StoredFeed: Sendable, Equatable {
     /// Pages up to this number lost their stored body to the disk budget (0 = none lost).
     public var bodiesDroppedThrough: Int
 
+    public init(generation: Int, fingerprint: String, seed: String?, pages: [StoredPage], bodiesDroppedThrough: Int) {
+        self.generation = generation
+        self.fingerprint = fingerprint
+        self.seed = seed
+        self.pages = pages
+        self.bodiesDroppedThrough = bodiesDroppedThrough
+    }
+
     /// The stored pages' bodies together, in bytes.
     public var storedBodyBytes: Int { pages.reduce(0) { $0 + $1.bodyBytes } }
 }
@@ -25,6 +33,12 @@ public struct StoredPage: Sendable, Equatable {
     public var bodyBytes: Int
     /// Whether the page's items themselves are stored.
     public var hasBody: Bool
+
+    public init(token: String?, bodyBytes: Int, hasBody: Bool) {
+        self.token = token
+        self.bodyBytes = bodyBytes
+        self.hasBody = hasBody
+    }
 }
 
 /// A consumer's durable position in a feed.

@@ -23,6 +23,39 @@ import TestSupport
         await broken.shutdown()
     }
 
+    /// A plugin that answers `configure` with `answer` and every fetch with one empty last page.
+    func plugin(answering answer: String, in directory: TemporaryDirectory) throws -> ExecSource {
+        let script = try directory.write("plugin", """
+            #!/usr/bin/env python3
+            import json, sys
+            for line in sys.stdin:
+                request = json.loads(line)
+                print(json.dumps(\(answer) if request["op"] == "configure" else {"items": [], "next": None}), flush=True)
+            """)
+        chmod(script, 0o755)
+        return try ExecSource(options: AdapterOptions(feed: "x", values: ["command": [.string(script)]]), context: AdapterConformance.context())
+    }
+
+    @Test func a_plugin_declares_in_its_configure_answer_whether_its_pages_can_be_fetched_again() async throws {
+        let directory = try TemporaryDirectory()
+        let unrepeatable = try plugin(answering: #"{"ok": True, "reproduces_pages": False}"#, in: directory)
+        #expect(unrepeatable.reproducesPages, "true until the plugin has said otherwise")
+        _ = try await unrepeatable.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "s"))
+        #expect(!unrepeatable.reproducesPages)
+        await unrepeatable.shutdown()
+
+        // A plugin that does not say keeps working as before: its pages are taken to come back the same.
+        let source = try adapter(directory: directory.path)
+        _ = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "s"))
+        #expect(source.reproducesPages)
+        await source.shutdown()
+
+        let confused = try plugin(answering: #"{"ok": True, "reproduces_pages": "no"}"#, in: directory)
+        let error = await #expect(throws: SourceError.self) { try await confused.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "s")) }
+        #expect(error?.message.contains(#""reproduces_pages": "no", which is not true or false"#) == true, "\(String(describing: error))")
+        await confused.shutdown()
+    }
+
     @Test func a_command_that_is_not_executable_is_a_config_error() {
         #expect(throws: OptionError.self) {
             try ExecSource(options: AdapterOptions(feed: "x", values: ["command": ["/nonexistent/plugin"]]), context: AdapterConformance.context())

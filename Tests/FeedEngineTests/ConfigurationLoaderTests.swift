@@ -111,6 +111,18 @@ import Testing
         #expect(configuration.daemon.allowGIDs == [0, 4])
     }
 
+    @Test func state_page_bytes_is_a_size_up_to_1_tib_and_its_problems_name_the_line() throws {
+        #expect(DaemonSettings().statePageBytes == 16 << 20)
+        let configuration = try loader.load(text: "[daemon]\nstate_page_bytes = \"256MiB\"\n", named: "test.toml", dropInDirectory: nil)
+        #expect(configuration.daemon.statePageBytes == 256 << 20)
+        #expect(try loader.load(text: "[daemon]\nstate_page_bytes = 0\n", named: "test.toml", dropInDirectory: nil).daemon.statePageBytes == 0)
+        #expect(problems("[daemon]\nprefetch = 1\nstate_page_bytes = \"lots\"\n") == [
+            ConfigProblem(
+                file: "test.toml", line: 3, column: 1, message: "daemon.state_page_bytes: expected a size such as \"512KiB\", \"64MiB\" or \"1GiB\"")
+        ])
+        #expect(problems("[daemon]\nstate_page_bytes = \"2TiB\"\n").first?.message == "daemon.state_page_bytes: must be from 0B to 1TiB")
+    }
+
     @Test func a_name_that_does_not_resolve_is_an_error_never_an_open_door() {
         #expect(problems("[daemon]\nallow_groups = [\"feedreaders-nowhere\"]\n") == [
             ConfigProblem(file: "test.toml", line: 2, column: 1, message: "daemon.allow_groups: no group named \"feedreaders-nowhere\" on this host")

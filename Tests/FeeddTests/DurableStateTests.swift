@@ -70,13 +70,9 @@ import TestSupport
 
     @Test func test_a_full_disk_answers_store_failed_and_changes_nothing() throws {
         let directory = try TemporaryDirectory()
-        let mountPoint = directory.path("small")
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        guard (try? ChildProcess.run("/usr/bin/env", ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mountPoint]))?.status == 0 else {
-            print("skipped: cannot mount a tmpfs here")
-            return
-        }
-        defer { _ = try? ChildProcess.run("/usr/bin/env", ["umount", "-l", mountPoint]) }
+        guard let disk = SmallDisk(in: directory) else { return }
+        defer { disk.unmount() }
+        let mountPoint = disk.path
         let numbers = try Self.numbers(in: directory)
         let daemon = try DaemonProcess(config: Self.config(state: "\(mountPoint)/state", numbers: numbers), directory: directory)
         let client = try daemon.connect()
@@ -86,8 +82,7 @@ import TestSupport
         #expect(try client.request("ack numbers 2")["page"] == 2)
 
         // Fill the disk: acks and refresh fail with store_failed, and nothing moves.
-        let filler = "\(mountPoint)/filler"
-        Self.fillDisk(with: filler)
+        let filler = disk.fill()
         var failed: JSONValue?
         for page in 3...5 where failed == nil {
             let reply = try client.request("ack numbers \(page)")
@@ -107,13 +102,5 @@ import TestSupport
         _ = try daemon.waitForExit()
         let again = try DaemonProcess(config: Self.config(state: "\(mountPoint)/state", numbers: numbers), directory: directory)
         #expect(try again.connect().request(#"{"op":"subscribe","feed":"numbers","consumer":"dora"}"#)["after"] == 5)
-    }
-
-    /// Writes zeros to `path` until the file system says it is full.
-    private static func fillDisk(with path: String) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        defer { close(descriptor) }
-        let chunk = [UInt8](repeating: 0, count: 64 << 10)
-        while chunk.withUnsafeBytes({ write(descriptor, $0.baseAddress, $0.count) }) > 0 {}
     }
 }

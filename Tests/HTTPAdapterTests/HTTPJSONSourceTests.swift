@@ -62,6 +62,19 @@ import TestSupport
             "a relative target is resolved against the request URL; the body is the array when items is empty")
     }
 
+    @Test(arguments: [
+        (["url": "/posts?page={page}"], nil, true),
+        (["url": "/posts?offset={offset}"], nil, true),
+        (["url": "/posts?page={page}"], Duration.seconds(5), false),
+        (["url": "/posts?after={cursor}", "next": "next"], nil, false),
+        (["url": "/posts", "next": "link"], nil, false),
+        (["url": "/posts", "next": "links.next"], nil, false),
+    ] as [([String: JSONValue], Duration?, Bool)])
+    func pages_are_fetched_again_alike_only_by_page_number_and_unpolled(_ options: [String: JSONValue], _ poll: Duration?, _ reproduces: Bool) throws {
+        let upstream = try LoopbackUpstream()
+        #expect(try Self.source(upstream, options, poll: poll).reproducesPages == reproduces)
+    }
+
     @Test func offset_is_the_page_number_less_one_times_page_size() async throws {
         let upstream = try LoopbackUpstream()
         upstream.setResource("/rows?offset=0&limit=2", .json(["rows": [["id": 1], ["id": 2]]]))

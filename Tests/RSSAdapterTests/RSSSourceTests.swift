@@ -34,6 +34,12 @@ import TestSupport
             try Self.source(upstream, pageSize: 2), pages: .finite(3), failing: try Self.source(upstream, path: "/missing.xml"))
     }
 
+    @Test func its_pages_are_never_taken_to_come_back_alike_so_the_daemon_keeps_them() throws {
+        let upstream = try LoopbackUpstream()
+        #expect(try !Self.source(upstream).reproducesPages)
+        #expect(try !Self.source(upstream, poll: .seconds(60)).reproducesPages)
+    }
+
     @Test func the_first_fetch_pages_entries_newest_first_and_without_poll_the_last_page_ends() async throws {
         let upstream = try LoopbackUpstream()
         Self.serve(upstream, Documents.rss2([("old", "Old", "Sun, 01 Nov 2026 10:00:00 GMT"), ("new", "New", "Tue, 03 Nov 2026 10:00:00 GMT"),

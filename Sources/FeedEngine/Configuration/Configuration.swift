@@ -1,10 +1,14 @@
 import FeedKit
+import FeedState
 import Glibc
 
 /// The `[daemon]` table.
 public struct DaemonSettings: Sendable, Equatable {
     public var socketPath: String?
     public var stateDirectory: String?
+    /// `state_page_bytes`: the most bytes of stored pages each feed whose source cannot fetch a
+    /// page again keeps in the state directory; past it the oldest pages go first.
+    public var statePageBytes = StateStore.Options.defaultPageBodyBudget
     public var prefetch = 2
     public var maxClients = 10_000
     public var maxLineBytes = 65_536

@@ -116,6 +116,7 @@ public struct ConfigurationLoader: Sendable {
             settings.socketPath = path
         }
         read { settings.stateDirectory = try table.string("state_dir") }
+        read { settings.statePageBytes = try byteSize(table, "state_page_bytes", in: 0...(1 << 40)) ?? settings.statePageBytes }
         read { settings.prefetch = try table.integer("prefetch", in: 0...1_000) ?? settings.prefetch }
         read { settings.maxClients = try table.integer("max_clients", in: 1...1_000_000) ?? settings.maxClients }
         read { settings.maxLineBytes = try table.integer("max_line_bytes", in: 64...16_777_216) ?? settings.maxLineBytes }

@@ -45,6 +45,9 @@ public final class Feed {
     private var requestedGeneration: Int
     /// Pages of the current generation sent to the store (lowered again when a write fails).
     private var pagesSentToStore = 0
+    /// Set while the feed starts a new generation because a page's stored items were lost
+    /// (see ``startsOverForLostPage(_:)``): nothing is fetched meanwhile.
+    private var isStartingOver = false
     /// Each consumer's cursor writes in flight and waiting (see ``storeCursor(consumer:cursor:generation:)``).
     private var cursorWrites: [String: CursorWrites] = [:]
     private let clock: any EngineClock
@@ -104,7 +107,7 @@ public final class Feed {
         if let stored, stored.fingerprint == fingerprint {
             paging = GenerationPaging(
                 number: stored.generation, addressing: definition.adapter.pageAddressing, wraps: definition.settings.wrap,
-                seed: stored.seed ?? GenerationPaging.randomSeed(), storedTokens: stored.pages.map(\.token))
+                seed: stored.seed ?? GenerationPaging.randomSeed(), storedTokens: stored.tokensToPageOnWith)
             pagesSentToStore = stored.pages.count
         } else {
             paging = GenerationPaging(
@@ -131,9 +134,12 @@ public final class Feed {
     // MARK: Subscriptions
 
     /// Where a new subscription starts: after `after` if given, else after a consumer's stored
-    /// cursor in the current generation, else 0.
+    /// cursor in the current generation, else 0. A start other than a stored cursor is moved past
+    /// the pages whose stored items were lost (``startsOverForLostPage(_:)``): none of them can be
+    /// served as it was, and a subscription starting there is owed nothing before.
     public func startingPoint(consumer: String?, after: Int?) -> Int {
-        PageNumber.clamped(after ?? consumer.flatMap { storedCursor(of: $0) } ?? 0)
+        if after == nil, let cursor = consumer.flatMap({ storedCursor(of: $0) }) { return PageNumber.clamped(cursor) }
+        return max(PageNumber.clamped(after ?? 0), storedGeneration?.bodiesDroppedThrough ?? 0)
     }
 
     private func storedCursor(of consumer: String) -> Int? {
@@ -202,13 +208,15 @@ public final class Feed {
     }
 
     /// Sends the pages up to `number` that the store does not have yet, with their tokens, in
-    /// one write. The mark moves before the write is queued, so a cursor queued after it never
-    /// overtakes its pages; a failed write lowers it again, and the next call sends them again.
-    private func storePages(through number: Int) async throws(StoreError) {
+    /// one write; page `number` itself as `fetched` if given (a page just fetched, with its items).
+    /// The mark moves before the write is queued, so a cursor queued after it never overtakes its
+    /// pages; a failed write lowers it again, and the next call sends them again.
+    private func storePages(through number: Int, fetched: NewPage? = nil) async throws(StoreError) {
         guard let store, number > pagesSentToStore else { return }
         let first = pagesSentToStore + 1
         let generation = generation
-        let pages = (first...number).map { NewPage(token: paging.token(returnedBy: $0)) }
+        var pages = (first...number).map { NewPage(token: paging.token(returnedBy: $0)) }
+        if let fetched { pages[pages.count - 1] = fetched }
         pagesSentToStore = number
         do {
             try await store.recordPages(feed: name, generation: generation, first: first, pages: pages)
@@ -458,7 +466,10 @@ public final class Feed {
             return
         }
         guard makeRoomInCache(urgent: awaited != nil) else { return }
-        startFetch(page: step.page, request: step.request, jumped: step.jumped, maxPages: runLength(from: step.page, toward: wanted))
+        if startsOverForLostPage(step.page) || startReadingStoredPage(step.page, request: step.request, jumped: step.jumped) { return }
+        // A page of a source that cannot fetch it again is stored before it is served: one at a time.
+        let maxPages = adapter.reproducesPages ? runLength(from: step.page, toward: wanted) : 1
+        startFetch(page: step.page, request: step.request, jumped: step.jumped, maxPages: maxPages)
     }
 
     /// The most pages one run of calls may bring (see ``PageFetch``).
@@ -535,7 +546,7 @@ public final class Feed {
             wrap: settings.wrap, fleet: membership == .joined ? fleet : nil)
         let startedAt = clock.now
         let task = Task {
-            let run = await fetch.run()
+            let run = await self.keepItems(of: await fetch.run(), fetchedBy: fetch, call: id)
             self.fetchReturned(id, run: run, handOver: handOver, startedAt: startedAt)
         }
         let deadline = startedAt + settings.timeout + (maxPages > 1 ? PageFetch.runBudget : .zero)
@@ -735,10 +746,11 @@ public final class Feed {
     // MARK: Outcomes
 
     /// Files pages `call` fetched: what each says of the pages after it, and the page in the cache.
-    private func file(_ pages: [FetchedPage], of call: AdapterCall) {
+    /// `fromStore`: the page was read from the state directory (``startReadingStoredPage(_:request:jumped:)``), not fetched.
+    private func file(_ pages: [FetchedPage], of call: AdapterCall, fromStore: Bool = false) {
         for fetched in pages {
             let page = fetched.page
-            counters.pagesFetched += 1
+            if !fromStore { counters.pagesFetched += 1 }
             // Only the run's first page can have been asked for by its number alone.
             let jumped = call.jumped && page.number == call.page
             paging.record(page: page.number, request: fetched.request, next: fetched.next, isEmpty: page.itemCount == 0, jumped: jumped)
@@ -776,6 +788,110 @@ public final class Feed {
         if health.state != .ok, newHealth.state == .ok { logger.notice("upstream recovered") }
         health = newHealth
         onHealthChange?()
+    }
+}
+
+// MARK: - Pages kept in the store (sources that cannot fetch a page again)
+
+extension Feed {
+    /// What the store holds of the current generation, for a feed whose pages it may keep; nil for
+    /// a shared feed of a fleet (the fleet's stream keeps its pages), or before the store has it.
+    private var storedGeneration: StoredFeed? {
+        guard fleet == nil, let stored = store?.feed(name), stored.generation == generation else { return nil }
+        return stored
+    }
+
+    /// For a source that cannot fetch a page again (``SourceAdapter/reproducesPages`` false): stores
+    /// the page `call` fetched, with its token and items, before anyone is sent it, so that it is
+    /// served as it was after a restart or once the cache gave it up. Returns the fetch's outcome,
+    /// which a page that cannot be stored (the disk is full) turns into a failure: the page is not
+    /// served, since after a restart it could not be served again, and the fetch is retried with
+    /// the feed's backoff while its subscribers are told why.
+    fileprivate func keepItems(of run: PageFetch.Run, fetchedBy fetch: PageFetch, call id: Int) async -> PageFetch.Run {
+        guard !fetch.adapter.reproducesPages, let store, fleet == nil, let fetched = run.pages.first, run.pages.count == 1,
+            case .fetching(let call) = upstream, call.id == id, fetched.page.number > pagesSentToStore
+        else { return run }
+        let (page, next) = (fetched.page, fetched.next)
+        let stored = FleetPage(
+            feed: name, generation: generation, number: page.number, line: page.publishedLine, itemCount: page.itemCount, next: next,
+            sourcePage: fetched.request.page)
+        do throws(StoreError) {
+            if store.feed(name)?.generation != generation {
+                try await store.startGeneration(feed: name, generation: generation, fingerprint: settings.contentFingerprint, seed: paging.seed)
+            }
+            guard generation == fetch.generation else { return run }
+            try await storePages(through: page.number, fetched: NewPage(token: next.token, body: StoredPageBody.encode(stored)))
+        } catch {
+            var unserved = run
+            unserved.pages = []
+            unserved.ending = .failure(
+                SourceError.transient("page \(page.number) cannot be stored, and its source cannot give it again: \(error)"), page: page.number)
+            return unserved
+        }
+        return run
+    }
+
+    /// Reads page `number` from the store instead of asking the source, if the store keeps its
+    /// items; returns whether it does. The read takes the upstream's place in ``UpstreamState``, so
+    /// it is bounded by `timeout` and its answer is dropped if the feed moved on meanwhile.
+    private func startReadingStoredPage(_ number: Int, request: PageRequest, jumped: Bool) -> Bool {
+        guard let store, let stored = storedGeneration, stored.keepsItems(of: number) else { return false }
+        let id = nextCallID()
+        let (name, generation, wrap) = (name, generation, settings.wrap)
+        let task = Task {
+            let body = try? await store.pageBody(feed: name, generation: generation, page: number)
+            self.storedPageRead(id, body.flatMap { StoredPageBody.decode($0, feed: name, generation: generation, number: number, wrap: wrap) })
+        }
+        upstream = .fetching(AdapterCall(id: id, page: number, request: request, jumped: jumped, task: task, deadline: clock.now + settings.timeout))
+        watchDeadlines()
+        return true
+    }
+
+    private func storedPageRead(_ id: Int, _ stored: (page: Page, next: NextPage)?) {
+        switch upstream {
+        case .fetching(let call) where call.id == id:
+            upstream = .idle
+            guard let stored else {
+                startOver(because: "page \(call.page): its stored items cannot be read, and the source cannot fetch it again as it was")
+                return
+            }
+            file([FetchedPage(page: stored.page, next: stored.next, request: call.request)], of: call, fromStore: true)
+            trimCache()
+            pumpAll()
+        case .draining(let call, let retryAt) where call.id == id:
+            finishDraining(call, retryAt: retryAt)
+        default:
+            break
+        }
+    }
+
+    /// A page whose items the store dropped to keep within `daemon.state_page_bytes`, of a source
+    /// that cannot fetch it again, cannot be served as it was: fetching it again could leave out
+    /// items a consumer was sent and never acknowledged. So the feed starts a new generation
+    /// (``startOver(because:)``). Returns whether it does, or is doing so already (then nothing is
+    /// fetched meanwhile).
+    private func startsOverForLostPage(_ number: Int) -> Bool {
+        if isStartingOver { return true }
+        guard let stored = storedGeneration, stored.lostItems(of: number) else { return false }
+        startOver(
+            because: "page \(number): its stored items were dropped to keep within daemon.state_page_bytes, and the source cannot fetch it again as it was")
+        return true
+    }
+
+    /// Starts a new generation, as a `refresh` does, with every consumer back at 0 (SPEC §3:
+    /// duplicates, never a gap), since a page of this one cannot be served as it was.
+    private func startOver(because reason: String) {
+        guard !isStartingOver else { return }
+        isStartingOver = true
+        logger.warning("\(reason); starting a new generation with every consumer at 0")
+        refresh { result in
+            Task {
+                // The store refused the new generation (a full disk, say): try again in a while.
+                if case .failure = result { try? await self.clock.sleep(until: self.clock.now + .seconds(1)) }
+                self.isStartingOver = false
+                self.pumpAll()
+            }
+        }
     }
 }
 
