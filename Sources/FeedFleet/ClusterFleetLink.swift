@@ -116,6 +116,14 @@ public final class ClusterFleetLink: FleetLink {
             }
             switch lease {
             case .acquired(let lease):
+                // A lease released a moment ago is taken over like an expired one: its holder
+                // published the page between the look above and the lease. Looking again costs
+                // a read per fetch; not looking cost an upstream request (the fleet benchmark
+                // saw about one page in 250 fetched twice).
+                if let published = try? await store.publishedPage(address), let page = Self.fleetPage(published) {
+                    Task { [store] in try? await store.releaseLease(lease) }
+                    return .page(page, fetchedHere: false)
+                }
                 return try await fetchHolding(lease, fetch: fetch)
             case .heldElsewhere(let holder, let until):
                 logger.debug("\(address): fetched by \(holder); waiting for its publication")
