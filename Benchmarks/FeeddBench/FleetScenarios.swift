@@ -100,8 +100,11 @@ enum FleetScenarios {
                 cached fan-out MB/s by instance \(fanOuts.map { format($0 / 1e6) }); on the instance that fetched the page: \
                 next p99 \(format(quietNext[.fetchedHere, default: Latencies()].p99)) ms, with followers \
                 \(format(loadedNext[.fetchedHere, default: Latencies()].p99)) ms, \
-                follower p50 \(format(followerLatencies[.fetchedHere, default: Latencies()].p50)) ms, \
-                p99 \(format(followerLatencies[.fetchedHere, default: Latencies()].p99)) ms; \
+                follower p50 \(format(followerLatencies.each[.fetchedHere, default: Latencies()].p50)) ms, \
+                p99 \(format(followerLatencies.each[.fetchedHere, default: Latencies()].p99)) ms; \
+                first follower p50 here \(format(followerLatencies.first[.fetchedHere, default: Latencies()].p50)) ms, \
+                elsewhere \(format(followerLatencies.first[.elsewhere, default: Latencies()].p50)) ms, \
+                standalone \(format(followerLatencies.first[.standalone, default: Latencies()].p50)) ms; \
                 timed next samples elsewhere \(quietNext[.elsewhere, default: Latencies()].samples.count), \
                 with followers \(loadedNext[.elsewhere, default: Latencies()].samples.count)
 
@@ -110,8 +113,8 @@ enum FleetScenarios {
             requestsPerPage: Double(requests.count) / Double(max(Set(requestedPages).count, 1)),
             next: quietNext[.elsewhere, default: Latencies()], standaloneNext: quietNext[.standalone, default: Latencies()],
             loadedNext: loadedNext[.elsewhere, default: Latencies()], loadedStandaloneNext: loadedNext[.standalone, default: Latencies()],
-            follower: followerLatencies[.elsewhere, default: Latencies()],
-            standaloneFollower: followerLatencies[.standalone, default: Latencies()],
+            follower: followerLatencies.each[.elsewhere, default: Latencies()],
+            standaloneFollower: followerLatencies.each[.standalone, default: Latencies()],
             livePagesPerSecond: Double(loaded.newest[0] - loaded.after[0]) / loaded.elapsed,
             fanOutPerInstance: fanOuts.reduce(0, +) / Double(fanOuts.count), fanOutStandalone: standaloneFanOut)
     }
@@ -156,21 +159,25 @@ enum FleetScenarios {
             self.subscribedAt = subscribedAt
         }
 
-        /// From the upstream's answer to each follower's receipt, by where the page came from.
-        func followerLatencies(_ origin: (Int, Int) -> Origin?) -> [Origin: Latencies] {
-            var latencies: [Origin: Latencies] = [:]
+        /// From the upstream's answer to each follower's receipt, and to the first follower's of
+        /// each page (the fan-out's spread left out), by where the page came from.
+        func followerLatencies(_ origin: (Int, Int) -> Origin?) -> (each: [Origin: Latencies], first: [Origin: Latencies]) {
+            var each: [Origin: Latencies] = [:]
+            var first: [Origin: Latencies] = [:]
             for daemon in upstreams.indices where newest[daemon] > after[daemon] {
                 let answers = Dictionary(
                     upstreams[daemon].received.compactMap { request in request.query["page"].flatMap(Int.init).map { ($0, request.answeredAt) } }
                 ) { first, _ in first }
                 for page in (after[daemon] + 1)...newest[daemon] {
                     guard let answered = answers[page] ?? nil, answered > subscribedAt, let origin = origin(daemon, page) else { continue }
-                    for receipts in followers.counter.receipts[(daemon * clients)..<((daemon + 1) * clients)] {
-                        latencies[origin, default: Latencies()].samples.append((receipts[page - after[daemon] + 1] - answered).milliseconds)
+                    let latencies = followers.counter.receipts[(daemon * clients)..<((daemon + 1) * clients)].map {
+                        ($0[page - after[daemon] + 1] - answered).milliseconds
                     }
+                    each[origin, default: Latencies()].samples += latencies
+                    first[origin, default: Latencies()].samples.append(latencies.min()!)
                 }
             }
-            return latencies
+            return (each, first)
         }
 
         /// The timed `next`s, by where their page came from.
