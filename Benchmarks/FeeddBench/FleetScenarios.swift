@@ -31,6 +31,7 @@ enum FleetScenarios {
         let fanOutStandalone: Double
     }
 
+    /// Latency samples (ms) and their quantiles.
     struct Latencies {
         var samples: [Double] = []
         var p50: Double { quantile(samples, 0.5) }
@@ -43,7 +44,9 @@ enum FleetScenarios {
     /// `clients` followers on each of `instances` daemons and on a standalone one; `cachedPages`
     /// read before the fan-out from the cache is timed; then new pages, `quietSeconds` with one
     /// timed reader a daemon, and `liveSeconds` with the followers too.
-    static func fleet(instances count: Int = 3, clients: Int = 300, cachedPages: Int = 100, quietSeconds: Double = 10, liveSeconds: Double = 15) async throws -> Fleet {
+    static func fleet(
+        instances count: Int = 3, clients: Int = 300, cachedPages: Int = 100, quietSeconds: Double = 10, liveSeconds: Double = 15
+    ) async throws -> Fleet {
         let nats = try NATSServer()
         defer { nats.stop() }
         let upstream = try LoopbackUpstream()
@@ -69,7 +72,9 @@ enum FleetScenarios {
         // another process on the shared cores falls on the fleet and the standalone daemon alike.
         var fanOuts = Array(repeating: 0.0, count: daemons.count)
         for _ in 1...3 {
-            for (index, daemon) in daemons.enumerated() { fanOuts[index] = max(fanOuts[index], try fanOut(clients, pages: cachedPages, from: daemon)) }
+            for (index, daemon) in daemons.enumerated() {
+                fanOuts[index] = max(fanOuts[index], try fanOut(clients, pages: cachedPages, from: daemon))
+            }
         }
         let standaloneFanOut = fanOuts.removeLast()
 
@@ -138,10 +143,14 @@ enum FleetScenarios {
             self.upstreams = upstreams
             let after = upstreams.map { upstream in upstream.received.compactMap { $0.query["page"].flatMap(Int.init) }.max() ?? 0 }
             followers = try Followers(clients, on: daemons.map(\.socketPath), recordingReceipts: true)
-            let subscribedAt = try followers.send { index in #"{"op":"subscribe","feed":"users","follow":true,"after":\#(after[index / clients])}"# }
+            let subscribedAt = try followers.send { index in
+                #"{"op":"subscribe","feed":"users","follow":true,"after":\#(after[index / clients])}"#
+            }
             // The timed readers start a second behind the followers and read slower than pages
             // come, so every page they ask for was prefetched.
-            let readers = daemons.indices.map { TimedReader(socketPath: daemons[$0].socketPath, after: after[$0], startingAt: subscribedAt + .seconds(1)) }
+            let readers = daemons.indices.map {
+                TimedReader(socketPath: daemons[$0].socketPath, after: after[$0], startingAt: subscribedAt + .seconds(1))
+            }
             if clients == 0 {
                 Thread.sleep(forTimeInterval: seconds)
             } else {
@@ -223,8 +232,12 @@ enum FleetScenarios {
     }
 
     /// For each of `pages`, which of the instances (by their `pids`) fetched it: the holder of
-    /// its lease, which stays in the fleet's leases bucket after its release.
-    private static func fetchingInstances(of pages: ClosedRange<Int>, generation: Int, nats: NATSServer, pids: [Int32]) async throws -> [Int: Int] {
+    /// its lease, which stays in the fleet's leases bucket after its release. (An instance that
+    /// takes a just-released lease and then finds the page published releases it in turn, and
+    /// is named instead; that race is rare.)
+    private static func fetchingInstances(
+        of pages: ClosedRange<Int>, generation: Int, nats: NATSServer, pids: [Int32]
+    ) async throws -> [Int: Int] {
         let client = try await NATSClient.connect(NATSClient.Options(servers: [nats.url], name: "feedd-bench"))
         defer { Task { await client.close() } }
         let bucket = "feedd-\(clusterName)-leases"

@@ -283,8 +283,9 @@ final class Daemon {
             guard let running = directory[definition.settings.name]?.settings, running.shared != definition.settings.shared,
                 running.shapesSamePages(as: definition.settings)
             else { continue }
+            let sharing = running.shared ? "shared" : "unshared"
             logger.forFeed(running.name).warning(
-                "`shared` changed: it takes effect when the daemon is restarted; until then the feed stays \(running.shared ? "shared" : "unshared")")
+                "`shared` changed: it takes effect when the daemon is restarted; until then the feed stays \(sharing)")
         }
     }
 
