@@ -91,7 +91,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["FeedClient", "FeedKit"], path: "Tests/TestSupport"),
         // The benchmark: the real daemon against a loopback upstream (swift run -c release feedd-bench).
         // It depends on feedd only so that building it builds the daemon it measures.
-        .executableTarget(name: "FeeddBench", dependencies: ["TestSupport", "FeedClient", "FeedKit", "feedd"], path: "Benchmarks/FeeddBench"),
+        .executableTarget(name: "FeeddBench", dependencies: ["TestSupport", "FeedClient", "FeedKit", "FeedCluster", "feedd"], path: "Benchmarks/FeeddBench"),
         .testTarget(name: "FeedKitTests", dependencies: ["FeedKit", "TestSupport"]),
         .testTarget(name: "FileAdapterTests", dependencies: ["FileAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "RandomUserAdapterTests", dependencies: ["RandomUserAdapter", "FeedKit", "TestSupport"]),

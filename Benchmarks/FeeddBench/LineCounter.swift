@@ -1,4 +1,6 @@
+import FeedClient
 import Glibc
+import TestSupport
 
 /// Reads many sockets at once with poll(2) and notes when each received each of its lines,
 /// without parsing anything: the reading side of a fan-out must cost as little as possible.
@@ -8,12 +10,18 @@ final class LineCounter {
     private(set) var byteCounts: [Int]
     /// For each line number (1-based), when the last socket received it, and how many have.
     private(set) var lineCompletions: [Int: (count: Int, last: ContinuousClock.Instant)] = [:]
+    /// For each socket, when it received each of its lines; empty unless asked for at `init`
+    /// (a fleet's followers are timed one by one, a plain fan-out needs only the last of each line).
+    private(set) var receipts: [[ContinuousClock.Instant]]
+    private let recordsReceipts: Bool
     private var buffer = [UInt8](repeating: 0, count: 1 << 20)
 
-    init(_ sockets: [Int32]) {
+    init(_ sockets: [Int32], recordingReceipts: Bool = false) {
         descriptors = sockets.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
         lineCounts = Array(repeating: 0, count: sockets.count)
         byteCounts = Array(repeating: 0, count: sockets.count)
+        recordsReceipts = recordingReceipts
+        receipts = Array(repeating: [], count: recordingReceipts ? sockets.count : 0)
     }
 
     /// Reads until every socket has `lines` lines (or `bytes` bytes); false if `deadline` passes
@@ -43,9 +51,35 @@ final class LineCounter {
                     lineCompletions[line] = (previous + 1, now)
                 }
                 lineCounts[index] += newlines
+                if recordsReceipts { receipts[index] += repeatElement(now, count: newlines) }
                 if done(index) { pending.remove(index) }
             }
         }
         return true
+    }
+}
+
+/// `count` connections to each of some daemons' sockets, that have had their `hello`, read
+/// together by one ``LineCounter`` (its sockets in the order of the paths given).
+final class Followers {
+    let connections: [FeedConnection]
+    let counter: LineCounter
+
+    init(_ count: Int, on socketPaths: [String], recordingReceipts: Bool = false) throws {
+        connections = try socketPaths.flatMap { path in try (0..<count).map { _ in try FeedConnection(path: path) } }
+        counter = LineCounter(connections.map(\.descriptor), recordingReceipts: recordingReceipts)
+        guard counter.read(untilEachHas: 1, deadline: .now + .seconds(30)) else { throw TestFailure("hello timed out") }
+    }
+
+    /// Sends `line` on every connection; returns when the first was sent.
+    func send(_ line: String) throws -> ContinuousClock.Instant {
+        try send { _ in line }
+    }
+
+    /// Sends each connection the line `line` makes of its index; returns when the first was sent.
+    func send(_ line: (Int) -> String) throws -> ContinuousClock.Instant {
+        let started = ContinuousClock.now
+        for (index, connection) in connections.enumerated() { try connection.send(line(index)) }
+        return started
     }
 }

@@ -12,19 +12,26 @@ struct BenchWorld {
     init(upstreamLatency: Duration = .zero, feedOptions: String, daemonOptions: String = "") throws {
         upstream = try LoopbackUpstream()
         upstream.setLatency(upstreamLatency)
-        daemon = try DaemonProcess(config: """
-            [daemon]
-            max_clients = 20000
-            log_level = "notice"
-            \(daemonOptions)
+        daemon = try DaemonProcess(config: Self.config(upstream: upstream, feedOptions: feedOptions, daemonOptions: daemonOptions))
+    }
 
-            [feeds.users]
-            source = "randomuser"
-            url = "\(upstream.baseURL)/api/"
-            results = 20
-            seed = "bench"
-            \(feedOptions)
-            """)
+    /// A daemon's configuration: the feed `users` on `upstream`, then `moreTables` (a `[cluster]`).
+    static func config(upstream: LoopbackUpstream, feedOptions: String, daemonOptions: String = "", moreTables: String = "") -> String {
+        """
+        [daemon]
+        max_clients = 20000
+        log_level = "notice"
+        \(daemonOptions)
+
+        [feeds.users]
+        source = "randomuser"
+        url = "\(upstream.baseURL)/api/"
+        results = 20
+        seed = "bench"
+        \(feedOptions)
+
+        \(moreTables)
+        """
     }
 }
 
@@ -75,11 +82,9 @@ enum Scenarios {
             if page == 2 { samplePage = line + [UInt8(ascii: "\n")] }
         }
         world.upstream.setLatency(.milliseconds(50))
-        let connections = try (0..<subscribers).map { _ in try FeedConnection(path: world.daemon.socketPath) }
-        let counter = LineCounter(connections.map(\.descriptor))
-        guard counter.read(untilEachHas: 1, deadline: .now + .seconds(30)) else { throw TestFailure("hello timed out") }
-        let started = ContinuousClock.now
-        for connection in connections { try connection.send(#"{"op":"subscribe","feed":"users","follow":true}"#) }
+        let followers = try Followers(subscribers, on: [world.daemon.socketPath])
+        let counter = followers.counter
+        let started = try followers.send(#"{"op":"subscribe","feed":"users","follow":true}"#)
         // hello, subscribed, then the pages.
         guard counter.read(untilEachHas: 2 + pages, deadline: .now + .seconds(120)) else { throw TestFailure("fan-out timed out") }
         let caughtUp = counter.lineCompletions[2 + pages]!.last
@@ -95,7 +100,7 @@ enum Scenarios {
             else { continue }
             latencies.append((last - answered).milliseconds)
         }
-        withExtendedLifetime(connections) {}
+        withExtendedLifetime(followers) {}
         return FanOut(
             bytesPerSecond: Double(bytes) / elapsed, pageDeliveriesPerSecond: Double(subscribers * pages) / elapsed,
             publishToLastReceipt: quantile(latencies, 0.5), samplePage: samplePage)

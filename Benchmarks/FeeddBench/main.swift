@@ -5,7 +5,7 @@ import TestSupport
 
 // feedd-bench: starts the real daemon (the release build beside this binary) against a loopback
 // upstream and prints each figure's median and spread over several runs.
-//   swift run -c release feedd-bench [RUNS] [latency] [fanout] [idle] [sharing] [engine] [acks]
+//   swift run -c release feedd-bench [RUNS] [latency] [fanout] [idle] [sharing] [engine] [acks] [fleet]
 
 // The package builds feedd with the benchmark (it is a dependency). A benchmark binary without
 // one beside it would otherwise measure whatever feedd lay elsewhere (a debug build, an old
@@ -93,6 +93,23 @@ for run in 1...runs {
         let sharing = try Scenarios.upstreamSharing(clients: 100, pages: 20)
         record("100 clients, 20 pages: upstream requests per distinct page", "", sharing.perDistinctPage)
         record("100 clients, 20 pages: upstream requests per page delivered", "", sharing.perDelivery)
+    }
+    if wanted("fleet") {
+        let fleet = try await FleetScenarios.fleet()
+        record("fleet of 3, 300 clients each: upstream requests per page", "", fleet.requestsPerPage)
+        record("fleet: prefetched next p50, instance that did not fetch the page", "ms", fleet.next.p50)
+        record("fleet: prefetched next p99, instance that did not fetch the page", "ms", fleet.next.p99)
+        record("standalone, same load: prefetched next p99", "ms", fleet.standaloneNext.p99)
+        record("with the followers: prefetched next p99, instance that did not fetch", "ms", fleet.loadedNext.p99)
+        record("with the followers: standalone prefetched next p99", "ms", fleet.loadedStandaloneNext.p99)
+        record("fleet: upstream answer to a follower on another instance p50", "ms", fleet.follower.p50)
+        record("fleet: upstream answer to a follower on another instance p99", "ms", fleet.follower.p99)
+        record("standalone, same load: upstream answer to a follower p50", "ms", fleet.standaloneFollower.p50)
+        record("standalone, same load: upstream answer to a follower p99", "ms", fleet.standaloneFollower.p99)
+        record("fleet: pages published while its followers read", "pages/s", fleet.livePagesPerSecond)
+        record("fleet: fan-out per instance, 300 followers, cached pages", "MB/s", fleet.fanOutPerInstance / 1e6)
+        record("standalone: fan-out, 300 followers, cached pages", "MB/s", fleet.fanOutStandalone / 1e6)
+        record("fleet / standalone fan-out per instance", "×", fleet.fanOutPerInstance / fleet.fanOutStandalone)
     }
 }
 

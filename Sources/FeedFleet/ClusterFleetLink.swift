@@ -116,10 +116,20 @@ public final class ClusterFleetLink: FleetLink {
             }
             switch lease {
             case .acquired(let lease):
+                // A lease released a moment ago is taken over like an expired one: its holder
+                // published the page between the look above and the lease. Looking again costs
+                // a read per fetch; not looking cost an upstream request (the fleet benchmark
+                // saw about one page in 250 fetched twice).
+                if let published = try? await store.publishedPage(address), let page = Self.fleetPage(published) {
+                    Task { [store] in try? await store.releaseLease(lease) }
+                    return .page(page, fetchedHere: false)
+                }
                 return try await fetchHolding(lease, fetch: fetch)
             case .heldElsewhere(let holder, let until):
                 logger.debug("\(address): fetched by \(holder); waiting for its publication")
-                try await waitForPublication(of: address, orUntil: until)
+                if let published = try await waitForPublication(of: address, orUntil: until), let page = Self.fleetPage(published) {
+                    return .page(page, fetchedHere: false)
+                }
             }
         }
     }
@@ -158,16 +168,17 @@ public final class ClusterFleetLink: FleetLink {
                 try? await store.releaseLease(held)
                 return
             case .heldElsewhere(_, let until):
-                try await waitForPublication(of: address, orUntil: until)
+                if try await waitForPublication(of: address, orUntil: until) != nil { return }
             }
         }
     }
 
-    /// Waits until `address` is published (as ``publishedPages(of:)`` hears), the lease ending
-    /// at `until` (Unix ms) runs out, or a second has passed, whichever is first.
-    private func waitForPublication(of address: PageAddress, orUntil until: Int64) async throws {
-        await board.wait(for: address, atMost: .milliseconds(min(max(until - Self.now, 20), 1_000)))
+    /// Waits until `address` is published (as ``publishedPages(of:)`` hears; returns it then),
+    /// the lease ending at `until` (Unix ms) runs out, or a second has passed, whichever is first.
+    private func waitForPublication(of address: PageAddress, orUntil until: Int64) async throws -> PublishedPage? {
+        let published = await board.wait(for: address, atMost: .milliseconds(min(max(until - Self.now, 20), 1_000)))
         try Task.checkCancellation()
+        return published
     }
 
     /// Runs `body` while holding `lease`, renewed every third of its length; returns what
@@ -214,7 +225,7 @@ public final class ClusterFleetLink: FleetLink {
                     if let page = Self.fleetPage(published) {
                         for reader in self.readers.withLock({ Array(($0.byFeed[page.feed] ?? [:]).values) }) { reader.yield(page) }
                     }
-                    board.published(published.page)
+                    board.published(published)
                 }
                 for reader in self.readers.withLock({ $0.byFeed.values.flatMap(\.values) }) { reader.finish() }
             }

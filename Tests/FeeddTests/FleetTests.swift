@@ -136,6 +136,22 @@ import TestSupport
         #expect(try client.expect("page")["items"]?.arrayValue?.count == 5)
     }
 
+    @Test func a_reload_that_changes_the_cluster_or_a_feeds_sharing_says_it_takes_a_restart() throws {
+        let upstream = try LoopbackUpstream()
+        let nats = try NATSServer()
+        defer { nats.stop() }
+        let daemon = try Self.instance([nats.url], upstream)
+        let config = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
+        try config.replacingOccurrences(of: #"name = "test""#, with: #"name = "other""#)
+            .appending("\nshared = false\n")
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        daemon.send(signal: SIGHUP)
+        _ = try daemon.log.waitForLine(containing: "configuration reloaded")
+        _ = try daemon.log.waitForLine(containing: "[cluster] changed: the daemon keeps the one it started with until it is restarted")
+        _ = try daemon.log.waitForLine(containing: "feed users: `shared` changed: it takes effect when the daemon is restarted; until then the feed stays shared")
+        #expect(try Self.status(daemon)["cluster"]?["joined"] == ["users"])
+    }
+
     @Test func a_page_one_instance_publishes_reaches_a_follower_on_another_at_once() throws {
         let upstream = try LoopbackUpstream()
         let nats = try NATSServer()
