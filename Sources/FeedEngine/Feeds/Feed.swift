@@ -45,7 +45,7 @@ public final class Feed {
     private var requestedGeneration: Int
     /// Pages of the current generation sent to the store (lowered again when a write fails).
     private var pagesSentToStore = 0
-    /// Each consumer's cursor writes in flight and waiting (see ``storeCursor(consumer:cursor:generation:)``).
+    /// Each consumer's cursor writes in flight and waiting (see ``storeCursor(consumer:cursor:generation:completion:)``).
     private var cursorWrites: [String: CursorWrites] = [:]
     private let clock: any EngineClock
     private var retryPolicy: RetryPolicy
@@ -149,18 +149,26 @@ public final class Feed {
 
     /// Stores `cursor` as what `consumer` acknowledged in `generation`; returns once it (or a
     /// cursor asked for after it) is durable.
+    func storeCursor(consumer: String, cursor: Int, generation: Int) async throws(StoreError) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, StoreError>, Never>) in
+            storeCursor(consumer: consumer, cursor: cursor, generation: generation) { continuation.resume(returning: $0) }
+        }
+        try result.get()
+    }
+
+    /// Stores `cursor` as what `consumer` acknowledged in `generation`, and calls `completion` on
+    /// the main actor once it (or a cursor asked for after it) is durable, or with why not.
     ///
     /// One write per consumer is in flight at a time, so a consumer's cursors reach the disk in
     /// the order they were asked for (concurrent writes could commit in any order, and an older
     /// cursor land over a newer one). Cursors asked for meanwhile are merged into the next write,
     /// the latest winning, and share its sync; different consumers' writes share the store's.
-    func storeCursor(consumer: String, cursor: Int, generation: Int) async throws(StoreError) {
-        guard keepsCursors else { return }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, StoreError>, Never>) in
-            cursorWrites[consumer, default: CursorWrites()].queue(cursor: cursor, generation: generation, waiter: continuation)
-            if cursorWrites[consumer]?.inFlight == false { startCursorWrite(for: consumer) }
-        }
-        try result.get()
+    /// No task is made for an ack: an ack storm costs the main actor a call per ack and one
+    /// batch of answers per group commit.
+    func storeCursor(consumer: String, cursor: Int, generation: Int, completion: @escaping (Result<Void, StoreError>) -> Void) {
+        guard keepsCursors else { return completion(.success(())) }
+        cursorWrites[consumer, default: CursorWrites()].queue(cursor: cursor, generation: generation, waiter: completion)
+        if cursorWrites[consumer]?.inFlight == false { startCursorWrite(for: consumer) }
     }
 
     private func startCursorWrite(for consumer: String) {
@@ -168,20 +176,28 @@ public final class Feed {
             cursorWrites[consumer] = nil
             return
         }
-        let waiters = writes.waiters
-        writes = CursorWrites(inFlight: true)
+        writes.start()
         cursorWrites[consumer] = writes
+        let finish: @MainActor @Sendable (Result<Void, StoreError>) -> Void = { [self] result in
+            let waiters = cursorWrites[consumer]?.finish() ?? []
+            for waiter in waiters { waiter(result) }
+            startCursorWrite(for: consumer)
+        }
+        // An ack's usual case: the store already has the generation and the pages up to the
+        // cursor (what ``writeCursor(consumer:cursor:generation:)`` would write first), so the
+        // cursor is queued to the writer at once.
+        if let store, !keepsCursorsInFleet, store.generation(feed: name) == generation,
+            generation != self.generation || next.cursor <= pagesSentToStore {
+            store.setCursor(feed: name, consumer: consumer, generation: generation, cursor: next.cursor, completion: finish)
+            return
+        }
         Task {
-            let result: Result<Void, StoreError>
             do throws(StoreError) {
                 try await writeCursor(consumer: consumer, cursor: next.cursor, generation: next.generation)
-                result = .success(())
+                finish(.success(()))
             } catch {
-                result = .failure(error)
+                finish(.failure(error))
             }
-            for waiter in waiters { waiter.resume(returning: result) }
-            cursorWrites[consumer]?.inFlight = false
-            startCursorWrite(for: consumer)
         }
     }
 
@@ -923,16 +939,32 @@ extension Feed {
     }
 }
 
-/// One consumer's cursor writes: whether one is in flight, and the cursor to write next with
-/// everyone waiting for it.
+/// One consumer's cursor writes: the one in flight with everyone waiting for it, and the cursor
+/// to write next with everyone waiting for that.
 private struct CursorWrites {
-    var inFlight = false
-    var next: (cursor: Int, generation: Int)?
-    var waiters: [CheckedContinuation<Result<Void, StoreError>, Never>] = []
+    private(set) var inFlight = false
+    private(set) var next: (cursor: Int, generation: Int)?
+    private var waiters: [(Result<Void, StoreError>) -> Void] = []
+    private var inFlightWaiters: [(Result<Void, StoreError>) -> Void] = []
 
-    mutating func queue(cursor: Int, generation: Int, waiter: CheckedContinuation<Result<Void, StoreError>, Never>) {
+    mutating func queue(cursor: Int, generation: Int, waiter: @escaping (Result<Void, StoreError>) -> Void) {
         next = (cursor, generation)
         waiters.append(waiter)
+    }
+
+    /// The next cursor goes out: its waiters now wait for the write in flight.
+    mutating func start() {
+        inFlight = true
+        next = nil
+        inFlightWaiters = waiters
+        waiters = []
+    }
+
+    /// The write in flight is done: returns who waited for it.
+    mutating func finish() -> [(Result<Void, StoreError>) -> Void] {
+        inFlight = false
+        defer { inFlightWaiters = [] }
+        return inFlightWaiters
     }
 }
 
