@@ -58,6 +58,9 @@ public final class Feed {
     private var cache = PageCache()
     private var subscriptions: [ObjectIdentifier: Subscription] = [:]
     private var upstream: UpstreamState = .idle
+    /// Set when ``advanceUpstream()`` looked at every subscription and found no page missing, to
+    /// what that look depended on (see ``pump(_:)``).
+    private var lastFullLook: FullLook?
     private var lastCallID = 0
     private var consecutiveFailures = 0
     /// The one task that gives up calls past their deadline (see ``watchDeadlines()``).
@@ -273,6 +276,11 @@ public final class Feed {
     /// take, answers its `next`s with `end` past the last page, then fetches what is missing.
     public func pump(_ subscription: Subscription) {
         deliver(to: subscription)
+        // Since a look at every subscription found nothing missing, no call started, no
+        // generation began and no subscription came: only this one moved, so only its pages can
+        // be missing. A thousand consumers stepping page by page cost a thousand looks, not a
+        // million.
+        if let lastFullLook, lastFullLook == currentLook, firstMissingWantedPage(of: subscription) == nil { return }
         advanceUpstream()
     }
 
@@ -440,18 +448,35 @@ public final class Feed {
     private func lowestMissingWantedPage() -> Int? {
         var lowest: Int?
         for subscription in subscriptions.values {
-            guard let wanted = subscription.wantedPages(prefetch: settings.prefetch, limit: lookAheadLimit) else { continue }
-            for number in wanted {
-                if paging.isPastEnd(number) { break }
-                if let lowest, number >= lowest { break }
-                if cache[number] == nil {
-                    lowest = number
-                    break
-                }
-            }
+            if let number = firstMissingWantedPage(of: subscription, below: lowest) { lowest = number }
         }
         return lowest
     }
+
+    /// The first page below `bound` that `subscription` wants (prefetch included, so its awaited
+    /// page too) and that is not cached, if any.
+    private func firstMissingWantedPage(of subscription: Subscription, below bound: Int? = nil) -> Int? {
+        guard let wanted = subscription.wantedPages(prefetch: settings.prefetch, limit: lookAheadLimit) else { return nil }
+        for number in wanted {
+            if paging.isPastEnd(number) { return nil }
+            if let bound, number >= bound { return nil }
+            if cache[number] == nil { return number }
+        }
+        return nil
+    }
+
+    /// What a look at every subscription depends on beyond the subscriptions' own positions:
+    /// the pages a call brings and a cache eviction (both only under a new call, the eviction
+    /// before its fetch), a new generation, a new subscription (one that replaced a removed one
+    /// is looked at when it is pumped, which whoever announces it does). A reload's settings and
+    /// anything else go through ``advanceUpstream()``, which forgets the last look.
+    private struct FullLook: Equatable {
+        let callID: Int
+        let generation: Int
+        let subscriptionCount: Int
+    }
+
+    private var currentLook: FullLook { FullLook(callID: lastCallID, generation: generation, subscriptionCount: subscriptions.count) }
 
     private func isWanted(_ number: Int) -> Bool {
         subscriptions.values.contains { $0.wantedPages(prefetch: settings.prefetch, limit: lookAheadLimit)?.contains(number) == true }
@@ -465,10 +490,15 @@ public final class Feed {
     /// Starts the one upstream call the feed needs next, if the upstream is free: fetching the
     /// page a subscriber waits for, else one to prefetch, or waiting for a live source's new data.
     private func advanceUpstream() {
+        lastFullLook = nil
         guard case .idle = upstream else { return }
         takeReplacementAdapter()
         let awaited = lowestMissingAwaitedPage()
-        guard let wanted = awaited ?? lowestMissingWantedPage(), let step = paging.step(toward: wanted) else { return }
+        guard let wanted = awaited ?? lowestMissingWantedPage() else {
+            lastFullLook = currentLook
+            return
+        }
+        guard let step = paging.step(toward: wanted) else { return }
         if step.page == paging.caughtUpAt {
             startWaitingForNewData(page: step.page, after: step.request)
             return
