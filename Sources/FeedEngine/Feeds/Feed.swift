@@ -194,7 +194,9 @@ public final class Feed {
             store.setCursor(feed: name, consumer: consumer, generation: generation, cursor: next.cursor, completion: finish)
             return
         }
-        Task {
+        // Immediate: the generation and pages are queued (and their marks moved) before this
+        // returns, so the acks that follow in the same turn take the way above.
+        Task.immediate {
             do throws(StoreError) {
                 try await writeCursor(consumer: consumer, cursor: next.cursor, generation: next.generation)
                 finish(.success(()))
