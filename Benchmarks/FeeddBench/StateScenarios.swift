@@ -11,6 +11,10 @@ enum StateScenarios {
         /// `next` on a prefetched feed while the consumers ack (ms).
         let nextP50: Double
         let nextP99: Double
+        /// The daemon's CPU time per ack, all threads and its main thread alone (µs); the `next`
+        /// each consumer sends before its ack is counted in it.
+        let cpuPerAck: Double
+        let mainThreadCPUPerAck: Double
     }
 
     /// `consumers` durable consumers of one file feed, each acking page after page as fast as the
@@ -75,6 +79,7 @@ enum StateScenarios {
 
         // Each round: every consumer takes its next page and acknowledges it (2 lines back each).
         let started = ContinuousClock.now
+        let cpuBefore = (all: try daemon.cpuSeconds(), main: try daemon.cpuSeconds(mainThreadOnly: true))
         var rounds = 0
         var lines = 2
         while (ContinuousClock.now - started).seconds < seconds {
@@ -84,11 +89,16 @@ enum StateScenarios {
             guard counter.read(untilEachHas: lines, deadline: .now + .seconds(60)) else { throw TestFailure("acks timed out") }
         }
         let elapsed = (ContinuousClock.now - started).seconds
+        let acks = Double(rounds * consumers)
+        let cpuPerAck = (try daemon.cpuSeconds() - cpuBefore.all) * 1e6 / acks
+        let mainThreadCPUPerAck = (try daemon.cpuSeconds(mainThreadOnly: true) - cpuBefore.main) * 1e6 / acks
         stop.set()
         while !timing.isFinished { Thread.sleep(forTimeInterval: 0.01) }
         let samples = latencies.values
         withExtendedLifetime(connections) {}
-        return AckStorm(acksPerSecond: Double(rounds * consumers) / elapsed, nextP50: quantile(samples, 0.5), nextP99: quantile(samples, 0.99))
+        return AckStorm(
+            acksPerSecond: acks / elapsed, nextP50: quantile(samples, 0.5), nextP99: quantile(samples, 0.99),
+            cpuPerAck: cpuPerAck, mainThreadCPUPerAck: mainThreadCPUPerAck)
     }
 }
 

@@ -88,6 +88,8 @@ for run in 1...runs {
         record("1,000 consumers acking: acks made durable", "acks/s", storm.acksPerSecond)
         record("meanwhile, prefetched next p50", "ms", storm.nextP50)
         record("meanwhile, prefetched next p99", "ms", storm.nextP99)
+        record("daemon CPU per ack (with its next), all threads", "µs", storm.cpuPerAck)
+        record("daemon CPU per ack (with its next), main thread", "µs", storm.mainThreadCPUPerAck)
     }
     if wanted("sharing") {
         let sharing = try Scenarios.upstreamSharing(clients: 100, pages: 20)

@@ -94,6 +94,11 @@ public final class StateStore: Sendable {
         writer.mirror.withLock { $0.feeds[name] }
     }
 
+    /// A feed's stored generation, if any; cheaper than ``feed(_:)``, which copies its pages.
+    public func generation(feed name: String) -> Int? {
+        writer.mirror.withLock { $0.feeds[name]?.generation }
+    }
+
     /// Every feed with stored state, by name.
     public var feedNames: [String] {
         writer.mirror.withLock { $0.feeds.keys.sorted() }
@@ -123,6 +128,19 @@ public final class StateStore: Sendable {
     /// must be the feed's current generation, with `cursor` within its known pages.
     nonisolated(nonsending) public func setCursor(feed: String, consumer: String, generation: Int, cursor: Int) async throws(StoreError) {
         _ = try await perform(.setCursor(feed: feed, consumer: consumer, generation: generation, cursor: cursor))
+    }
+
+    /// ``setCursor(feed:consumer:generation:cursor:)`` for a caller on the main actor that acks
+    /// at a high rate: no task and no suspension. The write is queued before this returns, so it
+    /// commits after every write queued before it; `completion` runs on the main actor once the
+    /// cursor is durable, or with why it was not stored. The completions of one transaction run
+    /// together in one main-queue job, in the order their writes were queued.
+    @MainActor
+    public func setCursor(
+        feed: String, consumer: String, generation: Int, cursor: Int, completion: @escaping @MainActor @Sendable (Result<Void, StoreError>) -> Void
+    ) {
+        let change = StateChange.setCursor(feed: feed, consumer: consumer, generation: generation, cursor: cursor)
+        writer.enqueue(.change(change, .onMainActor { result in completion(result.map { _ in () }) }))
     }
 
     /// Deletes a consumer's cursor; false if it had none.
@@ -163,7 +181,7 @@ public final class StateStore: Sendable {
     nonisolated(nonsending) private func perform(_ change: StateChange) async throws(StoreError) -> StateSnapshot.Effects {
         let writer = writer
         return try await withCheckedContinuation { continuation in
-            writer.enqueue(.change(change) { continuation.resume(returning: $0) })
+            writer.enqueue(.change(change, .onWriterThread { continuation.resume(returning: $0) }))
         }.get()
     }
 

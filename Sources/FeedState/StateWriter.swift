@@ -10,8 +10,20 @@ import Foundation
 /// transaction fails (disk full, read-only, I/O error), it is rolled back and every change in it
 /// fails with that error. Only after `COMMIT` returned are the changes applied to the mirror
 /// readers see, and only then are their callers resumed.
+///
+/// Callers on the main actor (the event loop's thread) are answered in one batch per
+/// transaction: a single hop to the main queue runs every main-actor completion of the group in
+/// the order the changes were queued, instead of one wake-up and one resumed task per change.
 final class StateWriter: Sendable {
-    typealias Completion = @Sendable (Result<StateSnapshot.Effects, StoreError>) -> Void
+    typealias Result = Swift.Result<StateSnapshot.Effects, StoreError>
+
+    /// Who hears how a change went, and where.
+    enum Completion: Sendable {
+        /// Called on the writer thread (a continuation's resume, say).
+        case onWriterThread(@Sendable (Result) -> Void)
+        /// Called on the main actor, together with the other main-actor completions of the transaction.
+        case onMainActor(@MainActor @Sendable (Result) -> Void)
+    }
 
     enum Job: Sendable {
         case change(StateChange, Completion)
@@ -71,7 +83,7 @@ final class StateWriter: Sendable {
         switch accepted {
         case nil:
             switch job {
-            case .change(_, let completion): completion(.failure(StoreError(.unavailable, "the state store is closed")))
+            case .change(_, let completion): Self.answer([(completion, .failure(StoreError(.unavailable, "the state store is closed")))])
             case .access(let body): body(nil)
             }
         case true?:
@@ -119,7 +131,7 @@ final class StateWriter: Sendable {
     }
 
     private func commit(_ changes: [(StateChange, Completion)], on thread: WriterThread) {
-        var results: [Result<StateSnapshot.Effects, StoreError>] = []
+        var results: [Result] = []
         results.reserveCapacity(changes.count)
         do throws(StoreError) {
             try thread.connection.execute("BEGIN IMMEDIATE")
@@ -142,7 +154,7 @@ final class StateWriter: Sendable {
             results = results.map { result in result.flatMap { _ in .failure(error) } }
             results += Array(repeating: .failure(error), count: changes.count - results.count)
             counts.withLock { $0.failedTransactions += 1 }
-            for ((_, completion), result) in zip(changes, results) { completion(result) }
+            Self.answer(zip(changes.lazy.map(\.1), results))
             return
         }
         mirror.withLock { mirror in
@@ -156,7 +168,25 @@ final class StateWriter: Sendable {
             counts.transactions += 1
             counts.largestGroup = max(counts.largestGroup, changes.count)
         }
-        for ((_, completion), result) in zip(changes, results) { completion(result) }
+        Self.answer(zip(changes.lazy.map(\.1), results))
+    }
+
+    /// Calls the writer-thread completions now, in order, and hands the main-actor ones to the
+    /// main queue in one job that calls them in order.
+    private static func answer(_ outcomes: some Sequence<(Completion, Result)>) {
+        var onMainActor: [(@MainActor @Sendable (Result) -> Void, Result)] = []
+        for (completion, result) in outcomes {
+            switch completion {
+            case .onWriterThread(let body): body(result)
+            case .onMainActor(let body): onMainActor.append((body, result))
+            }
+        }
+        guard !onMainActor.isEmpty else { return }
+        DispatchQueue.main.async {
+            MainActor.assumeIsolated {
+                for (body, result) in onMainActor { body(result) }
+            }
+        }
     }
 }
 

@@ -29,12 +29,7 @@ import TestSupport
         let fixture = try StoreFixture()
         let store = try await fixture.openWithFeed(pages: 10)
         // Hold the next COMMIT until the test has looked.
-        let reachedCommit = DispatchSemaphore(value: 0)
-        let mayCommit = DispatchSemaphore(value: 0)
-        store.setBeforeCommit {
-            reachedCommit.signal()
-            mayCommit.wait()
-        }
+        let commit = HeldCommit(store)
         let confirmed = ConfirmationCount()
         let writes = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -47,13 +42,12 @@ import TestSupport
                 try await group.waitForAll()
             }
         }
-        await Task.detached { reachedCommit.wait() }.value
+        await commit.reached()
         // Let the other writes queue up behind the held transaction.
         try await Task.sleep(for: .milliseconds(100))
         #expect(confirmed.count.withLock { $0 } == 0)
         #expect(store.consumers(of: "f").isEmpty)
-        store.setBeforeCommit(nil)
-        mayCommit.signal()
+        commit.release()
         try await writes.value
         #expect(confirmed.count.withLock { $0 } == 50)
         #expect(store.consumers(of: "f").count == 50)
@@ -73,6 +67,57 @@ import TestSupport
         }
         #expect(results.count { $0 } == 15)
         #expect(store.consumers(of: "f").count == 15)
+    }
+
+    /// The main actor's way to ack (the daemon's): no completion before the COMMIT, then every
+    /// one of them, in the order the writes were queued.
+    @MainActor
+    @Test func test_main_actor_acks_are_answered_after_their_commit_in_the_order_queued() async throws {
+        let fixture = try StoreFixture()
+        let store = try await fixture.openWithFeed(pages: 10)
+        let commit = HeldCommit(store)
+        var answered: [Int] = []
+        let writes = 50
+        let allAnswered = AsyncStream<Void>.makeStream()
+        for index in 0..<writes {
+            store.setCursor(feed: "f", consumer: "c\(index)", generation: 1, cursor: 5) { result in
+                #expect((try? result.get()) != nil)
+                answered.append(index)
+                if answered.count == writes { allAnswered.continuation.finish() }
+            }
+        }
+        await commit.reached()
+        // The main actor is free meanwhile: an early answer would run now.
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(answered.isEmpty)
+        #expect(store.consumers(of: "f").isEmpty)
+        commit.release()
+        for await _ in allAnswered.stream {}
+        #expect(answered == Array(0..<writes))
+        #expect(store.consumers(of: "f").count == writes)
+    }
+
+    @MainActor
+    @Test func test_a_failed_commit_answers_every_main_actor_ack_with_its_error_and_stores_none() async throws {
+        let fixture = try StoreFixture()
+        let store = try await fixture.openWithFeed(pages: 10)
+        // Writes fail as on a read-only file.
+        try await store.executeOnWriter("PRAGMA query_only = 1")
+        var failures: [StoreError] = []
+        let writes = 20
+        let allAnswered = AsyncStream<Void>.makeStream()
+        for index in 0..<writes {
+            store.setCursor(feed: "f", consumer: "c\(index)", generation: 1, cursor: 3) { result in
+                if case .failure(let error) = result { failures.append(error) }
+                if failures.count == writes { allAnswered.continuation.finish() }
+            }
+        }
+        for await _ in allAnswered.stream {}
+        #expect(failures.count == writes)
+        #expect(store.consumers(of: "f").isEmpty)
+        try await store.executeOnWriter("PRAGMA query_only = 0")
+        store.close()
+        #expect(try fixture.open().consumers(of: "f").isEmpty)
     }
 
     /// Prints acks per second with 1,000 concurrent writers (a figure for BENCHMARKS.md).
@@ -97,6 +142,33 @@ import TestSupport
         let acks = after.committedChanges - before.committedChanges
         print("FeedState: \(acks) acks from 1000 concurrent writers in \(Int(seconds * 1000)) ms = \(Int(Double(acks) / seconds)) acks/s, \(after.transactions - before.transactions) transactions (largest group \(after.largestGroup))")
         #expect(acks == 1000 * rounds)
+    }
+}
+
+/// Holds a store's next COMMIT (on the writer thread, after the group's changes are written)
+/// until ``release()``.
+private struct HeldCommit {
+    private let store: StateStore
+    private let reachedCommit = DispatchSemaphore(value: 0)
+    private let mayCommit = DispatchSemaphore(value: 0)
+
+    init(_ store: StateStore) {
+        self.store = store
+        store.setBeforeCommit { [reachedCommit, mayCommit] in
+            reachedCommit.signal()
+            mayCommit.wait()
+        }
+    }
+
+    /// Returns once the writer is holding a COMMIT.
+    func reached() async {
+        await Task.detached { [reachedCommit] in reachedCommit.wait() }.value
+    }
+
+    /// Lets the held COMMIT and every later one go ahead.
+    func release() {
+        store.setBeforeCommit(nil)
+        mayCommit.signal()
     }
 }
 

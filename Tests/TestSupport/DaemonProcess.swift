@@ -86,9 +86,10 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     /// A value from /proc/PID/status in kB, such as `RssAnon` or `VmRSS`.
-    /// The CPU time the daemon has used so far, user and system, in seconds.
-    public func cpuSeconds() throws -> Double {
-        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+    /// The CPU time the daemon has used so far, user and system, in seconds; with `mainThreadOnly`,
+    /// only its main thread's (the event loop's).
+    public func cpuSeconds(mainThreadOnly: Bool = false) throws -> Double {
+        let stat = try String(contentsOfFile: mainThreadOnly ? "/proc/\(pid)/task/\(pid)/stat" : "/proc/\(pid)/stat", encoding: .utf8)
         // Fields after the command name, which is in parentheses and may hold spaces: utime and
         // stime are the 12th and 13th of them.
         guard let afterName = stat.split(separator: ")").last?.split(separator: " "), afterName.count > 12,

@@ -48,7 +48,7 @@ public final class Feed {
     /// Set while the feed starts a new generation because a page's stored items were lost
     /// (see ``startsOverForLostPage(_:)``): nothing is fetched meanwhile.
     private var isStartingOver = false
-    /// Each consumer's cursor writes in flight and waiting (see ``storeCursor(consumer:cursor:generation:)``).
+    /// Each consumer's cursor writes in flight and waiting (see ``storeCursor(consumer:cursor:generation:completion:)``).
     private var cursorWrites: [String: CursorWrites] = [:]
     private let clock: any EngineClock
     private var retryPolicy: RetryPolicy
@@ -61,6 +61,9 @@ public final class Feed {
     private var cache = PageCache()
     private var subscriptions: [ObjectIdentifier: Subscription] = [:]
     private var upstream: UpstreamState = .idle
+    /// Set when ``advanceUpstream()`` looked at every subscription and found no page missing, to
+    /// what that look depended on (see ``pump(_:)``).
+    private var lastFullLook: FullLook?
     private var lastCallID = 0
     private var consecutiveFailures = 0
     /// The one task that gives up calls past their deadline (see ``watchDeadlines()``).
@@ -155,18 +158,26 @@ public final class Feed {
 
     /// Stores `cursor` as what `consumer` acknowledged in `generation`; returns once it (or a
     /// cursor asked for after it) is durable.
+    func storeCursor(consumer: String, cursor: Int, generation: Int) async throws(StoreError) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, StoreError>, Never>) in
+            storeCursor(consumer: consumer, cursor: cursor, generation: generation) { continuation.resume(returning: $0) }
+        }
+        try result.get()
+    }
+
+    /// Stores `cursor` as what `consumer` acknowledged in `generation`, and calls `completion` on
+    /// the main actor once it (or a cursor asked for after it) is durable, or with why not.
     ///
     /// One write per consumer is in flight at a time, so a consumer's cursors reach the disk in
     /// the order they were asked for (concurrent writes could commit in any order, and an older
     /// cursor land over a newer one). Cursors asked for meanwhile are merged into the next write,
     /// the latest winning, and share its sync; different consumers' writes share the store's.
-    func storeCursor(consumer: String, cursor: Int, generation: Int) async throws(StoreError) {
-        guard keepsCursors else { return }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, StoreError>, Never>) in
-            cursorWrites[consumer, default: CursorWrites()].queue(cursor: cursor, generation: generation, waiter: continuation)
-            if cursorWrites[consumer]?.inFlight == false { startCursorWrite(for: consumer) }
-        }
-        try result.get()
+    /// No task is made for an ack: an ack storm costs the main actor a call per ack and one
+    /// batch of answers per group commit.
+    func storeCursor(consumer: String, cursor: Int, generation: Int, completion: @escaping (Result<Void, StoreError>) -> Void) {
+        guard keepsCursors else { return completion(.success(())) }
+        cursorWrites[consumer, default: CursorWrites()].queue(cursor: cursor, generation: generation, waiter: completion)
+        if cursorWrites[consumer]?.inFlight == false { startCursorWrite(for: consumer) }
     }
 
     private func startCursorWrite(for consumer: String) {
@@ -174,20 +185,30 @@ public final class Feed {
             cursorWrites[consumer] = nil
             return
         }
-        let waiters = writes.waiters
-        writes = CursorWrites(inFlight: true)
+        writes.start()
         cursorWrites[consumer] = writes
-        Task {
-            let result: Result<Void, StoreError>
+        let finish: @MainActor @Sendable (Result<Void, StoreError>) -> Void = { [self] result in
+            let waiters = cursorWrites[consumer]?.finish() ?? []
+            for waiter in waiters { waiter(result) }
+            startCursorWrite(for: consumer)
+        }
+        // An ack's usual case: the store already has the generation and the pages up to the
+        // cursor (what ``writeCursor(consumer:cursor:generation:)`` would write first), so the
+        // cursor is queued to the writer at once.
+        if let store, !keepsCursorsInFleet, store.generation(feed: name) == generation,
+            generation != self.generation || next.cursor <= pagesSentToStore {
+            store.setCursor(feed: name, consumer: consumer, generation: generation, cursor: next.cursor, completion: finish)
+            return
+        }
+        // Immediate: the generation and pages are queued (and their marks moved) before this
+        // returns, so the acks that follow in the same turn take the way above.
+        Task.immediate {
             do throws(StoreError) {
                 try await writeCursor(consumer: consumer, cursor: next.cursor, generation: next.generation)
-                result = .success(())
+                finish(.success(()))
             } catch {
-                result = .failure(error)
+                finish(.failure(error))
             }
-            for waiter in waiters { waiter.resume(returning: result) }
-            cursorWrites[consumer]?.inFlight = false
-            startCursorWrite(for: consumer)
         }
     }
 
@@ -265,6 +286,11 @@ public final class Feed {
     /// take, answers its `next`s with `end` past the last page, then fetches what is missing.
     public func pump(_ subscription: Subscription) {
         deliver(to: subscription)
+        // Since a look at every subscription found nothing missing, no call started, no
+        // generation began and no subscription came: only this one moved, so only its pages can
+        // be missing. A thousand consumers stepping page by page cost a thousand looks, not a
+        // million.
+        if let lastFullLook, lastFullLook == currentLook, firstMissingWantedPage(of: subscription) == nil { return }
         advanceUpstream()
     }
 
@@ -432,18 +458,35 @@ public final class Feed {
     private func lowestMissingWantedPage() -> Int? {
         var lowest: Int?
         for subscription in subscriptions.values {
-            guard let wanted = subscription.wantedPages(prefetch: settings.prefetch, limit: lookAheadLimit) else { continue }
-            for number in wanted {
-                if paging.isPastEnd(number) { break }
-                if let lowest, number >= lowest { break }
-                if cache[number] == nil {
-                    lowest = number
-                    break
-                }
-            }
+            if let number = firstMissingWantedPage(of: subscription, below: lowest) { lowest = number }
         }
         return lowest
     }
+
+    /// The first page below `bound` that `subscription` wants (prefetch included, so its awaited
+    /// page too) and that is not cached, if any.
+    private func firstMissingWantedPage(of subscription: Subscription, below bound: Int? = nil) -> Int? {
+        guard let wanted = subscription.wantedPages(prefetch: settings.prefetch, limit: lookAheadLimit) else { return nil }
+        for number in wanted {
+            if paging.isPastEnd(number) { return nil }
+            if let bound, number >= bound { return nil }
+            if cache[number] == nil { return number }
+        }
+        return nil
+    }
+
+    /// What a look at every subscription depends on beyond the subscriptions' own positions:
+    /// the pages a call brings and a cache eviction (both only under a new call, the eviction
+    /// before its fetch), a new generation, a new subscription (one that replaced a removed one
+    /// is looked at when it is pumped, which whoever announces it does). A reload's settings and
+    /// anything else go through ``advanceUpstream()``, which forgets the last look.
+    private struct FullLook: Equatable {
+        let callID: Int
+        let generation: Int
+        let subscriptionCount: Int
+    }
+
+    private var currentLook: FullLook { FullLook(callID: lastCallID, generation: generation, subscriptionCount: subscriptions.count) }
 
     private func isWanted(_ number: Int) -> Bool {
         subscriptions.values.contains { $0.wantedPages(prefetch: settings.prefetch, limit: lookAheadLimit)?.contains(number) == true }
@@ -457,10 +500,15 @@ public final class Feed {
     /// Starts the one upstream call the feed needs next, if the upstream is free: fetching the
     /// page a subscriber waits for, else one to prefetch, or waiting for a live source's new data.
     private func advanceUpstream() {
+        lastFullLook = nil
         guard case .idle = upstream else { return }
         takeReplacementAdapter()
         let awaited = lowestMissingAwaitedPage()
-        guard let wanted = awaited ?? lowestMissingWantedPage(), let step = paging.step(toward: wanted) else { return }
+        guard let wanted = awaited ?? lowestMissingWantedPage() else {
+            lastFullLook = currentLook
+            return
+        }
+        guard let step = paging.step(toward: wanted) else { return }
         if step.page == paging.caughtUpAt {
             startWaitingForNewData(page: step.page, after: step.request)
             return
@@ -1077,16 +1125,32 @@ extension Feed {
     }
 }
 
-/// One consumer's cursor writes: whether one is in flight, and the cursor to write next with
-/// everyone waiting for it.
+/// One consumer's cursor writes: the one in flight with everyone waiting for it, and the cursor
+/// to write next with everyone waiting for that.
 private struct CursorWrites {
-    var inFlight = false
-    var next: (cursor: Int, generation: Int)?
-    var waiters: [CheckedContinuation<Result<Void, StoreError>, Never>] = []
+    private(set) var inFlight = false
+    private(set) var next: (cursor: Int, generation: Int)?
+    private var waiters: [(Result<Void, StoreError>) -> Void] = []
+    private var inFlightWaiters: [(Result<Void, StoreError>) -> Void] = []
 
-    mutating func queue(cursor: Int, generation: Int, waiter: CheckedContinuation<Result<Void, StoreError>, Never>) {
+    mutating func queue(cursor: Int, generation: Int, waiter: @escaping (Result<Void, StoreError>) -> Void) {
         next = (cursor, generation)
         waiters.append(waiter)
+    }
+
+    /// The next cursor goes out: its waiters now wait for the write in flight.
+    mutating func start() {
+        inFlight = true
+        next = nil
+        inFlightWaiters = waiters
+        waiters = []
+    }
+
+    /// The write in flight is done: returns who waited for it.
+    mutating func finish() -> [(Result<Void, StoreError>) -> Void] {
+        inFlight = false
+        defer { inFlightWaiters = [] }
+        return inFlightWaiters
     }
 }
 

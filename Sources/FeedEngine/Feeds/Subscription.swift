@@ -84,10 +84,8 @@ public final class Subscription {
         }
         let feed = feed
         let generation = feed.generation
-        Task {
-            do throws(StoreError) {
-                try await feed.storeCursor(consumer: consumer, cursor: acknowledged, generation: generation)
-            } catch {
+        feed.storeCursor(consumer: consumer, cursor: acknowledged, generation: generation) { [self] result in
+            if case .failure(let error) = result {
                 feed.logger.error("cannot store the cursor of consumer \(consumer): \(error)")
                 return completion(.failure(error))
             }
