@@ -11,9 +11,9 @@ import Foundation
 /// fails with that error. Only after `COMMIT` returned are the changes applied to the mirror
 /// readers see, and only then are their callers resumed.
 ///
-/// Callers on the main actor (the event loop's thread) are answered in one batch per
-/// transaction: a single hop to the main queue runs every main-actor completion of the group in
-/// the order the changes were queued, instead of one wake-up and one resumed task per change.
+/// Callers on the main actor (the event loop's thread) are answered in batches: a hop to the
+/// main queue runs up to 64 main-actor completions in the order the changes were queued, instead
+/// of one wake-up and one resumed task per change (see ``callMainActorAnswers()``).
 final class StateWriter: Sendable {
     typealias Result = Swift.Result<StateSnapshot.Effects, StoreError>
 
@@ -83,7 +83,7 @@ final class StateWriter: Sendable {
         switch accepted {
         case nil:
             switch job {
-            case .change(_, let completion): Self.answer([(completion, .failure(StoreError(.unavailable, "the state store is closed")))])
+            case .change(_, let completion): answer([(completion, .failure(StoreError(.unavailable, "the state store is closed")))])
             case .access(let body): body(nil)
             }
         case true?:
@@ -154,7 +154,7 @@ final class StateWriter: Sendable {
             results = results.map { result in result.flatMap { _ in .failure(error) } }
             results += Array(repeating: .failure(error), count: changes.count - results.count)
             counts.withLock { $0.failedTransactions += 1 }
-            Self.answer(zip(changes.lazy.map(\.1), results))
+            answer(zip(changes.lazy.map(\.1), results))
             return
         }
         mirror.withLock { mirror in
@@ -168,13 +168,13 @@ final class StateWriter: Sendable {
             counts.transactions += 1
             counts.largestGroup = max(counts.largestGroup, changes.count)
         }
-        Self.answer(zip(changes.lazy.map(\.1), results))
+        answer(zip(changes.lazy.map(\.1), results))
     }
 
-    /// Calls the writer-thread completions now, in order, and hands the main-actor ones to the
-    /// main queue in one job that calls them in order.
-    private static func answer(_ outcomes: some Sequence<(Completion, Result)>) {
-        var onMainActor: [(@MainActor @Sendable (Result) -> Void, Result)] = []
+    /// Calls the writer-thread completions now, in order, and queues the main-actor ones for
+    /// ``callMainActorAnswers()``.
+    private func answer(_ outcomes: some Sequence<(Completion, Result)>) {
+        var onMainActor: [MainActorAnswer] = []
         for (completion, result) in outcomes {
             switch completion {
             case .onWriterThread(let body): body(result)
@@ -182,9 +182,37 @@ final class StateWriter: Sendable {
             }
         }
         guard !onMainActor.isEmpty else { return }
-        DispatchQueue.main.async {
+        let mustSchedule = mainActorAnswers.withLock { answers in
+            answers.pending.append(contentsOf: onMainActor)
+            defer { answers.isScheduled = true }
+            return !answers.isScheduled
+        }
+        if mustSchedule { callMainActorAnswers() }
+    }
+
+    private typealias MainActorAnswer = (body: @MainActor @Sendable (Result) -> Void, result: Result)
+
+    /// Main-actor completions not called yet, oldest first, and whether a job to call them is queued.
+    private let mainActorAnswers = Locked((pending: [MainActorAnswer](), isScheduled: false))
+
+    /// Main-actor completions one main-queue job calls at most.
+    static let mainActorAnswersPerJob = 64
+
+    /// Calls the queued main-actor completions in order, ``mainActorAnswersPerJob`` per job on the
+    /// main queue. Between two jobs the event loop serves its sockets, so the answers to a large
+    /// group (a thousand acks, several milliseconds of writes) never hold up another client's
+    /// request for longer than one job.
+    private func callMainActorAnswers() {
+        DispatchQueue.main.async { [self] in
             MainActor.assumeIsolated {
-                for (body, result) in onMainActor { body(result) }
+                let (batch, more) = mainActorAnswers.withLock { answers in
+                    let batch = answers.pending.prefix(Self.mainActorAnswersPerJob)
+                    answers.pending.removeFirst(batch.count)
+                    answers.isScheduled = !answers.pending.isEmpty
+                    return (Array(batch), answers.isScheduled)
+                }
+                for (body, result) in batch { body(result) }
+                if more { callMainActorAnswers() }
             }
         }
     }

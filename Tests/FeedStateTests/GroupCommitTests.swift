@@ -70,19 +70,24 @@ import TestSupport
     }
 
     /// The main actor's way to ack (the daemon's): no completion before the COMMIT, then every
-    /// one of them, in the order the writes were queued.
+    /// one of them, in the order the writes were queued, a bounded batch at a time so that other
+    /// main-actor work (the event loop's sockets) runs between batches.
     @MainActor
     @Test func test_main_actor_acks_are_answered_after_their_commit_in_the_order_queued() async throws {
         let fixture = try StoreFixture()
         let store = try await fixture.openWithFeed(pages: 10)
         let commit = HeldCommit(store)
         var answered: [Int] = []
-        let writes = 50
+        var answeredWhenOtherWorkRan: Int?
+        let writes = 150
         let allAnswered = AsyncStream<Void>.makeStream()
         for index in 0..<writes {
             store.setCursor(feed: "f", consumer: "c\(index)", generation: 1, cursor: 5) { result in
                 #expect((try? result.get()) != nil)
                 answered.append(index)
+                if index == 0 {
+                    DispatchQueue.main.async { MainActor.assumeIsolated { answeredWhenOtherWorkRan = answered.count } }
+                }
                 if answered.count == writes { allAnswered.continuation.finish() }
             }
         }
@@ -94,6 +99,7 @@ import TestSupport
         commit.release()
         for await _ in allAnswered.stream {}
         #expect(answered == Array(0..<writes))
+        #expect(answeredWhenOtherWorkRan == StateWriter.mainActorAnswersPerJob, "work queued during the first batch runs before the second")
         #expect(store.consumers(of: "f").count == writes)
     }
 
