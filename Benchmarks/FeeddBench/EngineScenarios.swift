@@ -27,8 +27,11 @@ enum EngineScenarios {
     struct LargeFile {
         /// From sending `subscribe … after 49000` and `next` to having page 49,001 (ms).
         let farPage: Double
-        /// Items per second a follower receives reading the file from page 1.
-        let drainItemsPerSecond: Double
+        /// Items per second a reader receives asking for every page of the file at once (`next`
+        /// with a count), from page 1.
+        let readerItemsPerSecond: Double
+        /// Items per second a follower receives from page 1; it is kept `prefetch` pages ahead.
+        let followerItemsPerSecond: Double
         let fileBytes: Int
     }
 
@@ -59,17 +62,33 @@ enum EngineScenarios {
             throw TestFailure("page \(after + 1) is wrong: \(page.jsonText.prefix(200))")
         }
 
-        let follower = try FeedConnection(path: daemon.socketPath)
-        _ = try follower.readLine()
-        try follower.send(#"{"op":"subscribe","feed":"large","follow":true}"#)
-        let drainStarted = ContinuousClock.now
+        // A reader asking for many pages at once, then a follower, each from page 1.
+        let asking = try drain(daemon, pages: pagesInFile, seconds: drainSeconds) { connection in
+            try connection.send(#"{"op":"subscribe","feed":"large"}"#)
+            // `count` is at most 10,000 a request.
+            for _ in stride(from: 0, to: pagesInFile, by: 10_000) { try connection.send(#"{"op":"next","feed":"large","count":10000}"#) }
+        }
+        let follower = try drain(daemon, pages: pagesInFile, seconds: drainSeconds) { connection in
+            try connection.send(#"{"op":"subscribe","feed":"large","follow":true}"#)
+        }
+        return LargeFile(
+            farPage: farPage, readerItemsPerSecond: asking * Double(pageSize), followerItemsPerSecond: follower * Double(pageSize),
+            fileBytes: fileBytes)
+    }
+
+    /// Pages per second a new connection receives after `start`, until it has `pages` pages or
+    /// `seconds` passed.
+    private static func drain(_ daemon: DaemonProcess, pages wanted: Int, seconds: Double, start: (FeedConnection) throws -> Void) throws -> Double {
+        let connection = try FeedConnection(path: daemon.socketPath)
+        _ = try connection.readLine()
+        try start(connection)
+        let started = ContinuousClock.now
         var pages = 0
-        while pages < pagesInFile, (ContinuousClock.now - drainStarted).seconds < drainSeconds {
-            guard let line = try follower.readLine() else { throw TestFailure("the daemon closed the follower") }
+        while pages < wanted, (ContinuousClock.now - started).seconds < seconds {
+            guard let line = try connection.readLine() else { throw TestFailure("the daemon closed the connection") }
             if line.starts(with: Array(#"{"type":"page""#.utf8)) { pages += 1 }
         }
-        let elapsed = (ContinuousClock.now - drainStarted).seconds
-        return LargeFile(farPage: farPage, drainItemsPerSecond: Double(pages * pageSize) / elapsed, fileBytes: fileBytes)
+        return Double(pages) / (ContinuousClock.now - started).seconds
     }
 
     /// RssAnon per feed (KiB) of `count` small file feeds that a client has read through, beyond

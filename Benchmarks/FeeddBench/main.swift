@@ -74,9 +74,10 @@ for run in 1...runs {
     if wanted("engine") {
         let large = try EngineScenarios.largeFile()
         record("1M-line file (\(large.fileBytes / 1_000_000) MB): first page after `after: 49000`", "ms", large.farPage)
-        record("1M-line file: items/s a follower drains from page 1 (page_size 20)", "items/s", large.drainItemsPerSecond)
+        record("1M-line file: items/s a reader drains from page 1 (page_size 20, next with a count)", "items/s", large.readerItemsPerSecond)
+        record("1M-line file: items/s a follower drains from page 1 (page_size 20, prefetch 2)", "items/s", large.followerItemsPerSecond)
         let largePages = try EngineScenarios.largeFile(pageSize: 1_000)
-        record("1M-line file: items/s a follower drains from page 1 (page_size 1000)", "items/s", largePages.drainItemsPerSecond)
+        record("1M-line file: items/s a reader drains from page 1 (page_size 1000, next with a count)", "items/s", largePages.readerItemsPerSecond)
         record("1,000 small file feeds read through: RssAnon per feed beyond cached pages", "KiB", try EngineScenarios.manySmallFeeds())
         let pages = try EngineScenarios.largePages()
         record("8 pages of 200,000 items, cache_bytes 32MiB: VmRSS growth", "MiB", pages.rssGrowth)

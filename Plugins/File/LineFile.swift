@@ -53,6 +53,7 @@ struct LineReader {
     private var chunkStart = 0
     private var chunkOffset: Int64
     private var atEndOfFile = false
+    private var nextReadSize = 4 << 10
     /// The byte offset just past the last line returned.
     private(set) var offset: Int64
     /// The number of the line that starts at `offset`.
@@ -97,13 +98,16 @@ struct LineReader {
         return line
     }
 
-    /// Reads the next 16 KiB straight into the chunk: a page of short lines costs one small read.
+    /// Reads on straight into the chunk, 4 KiB first and twice as much each time after (up to
+    /// 256 KiB): a page of short lines costs one small read, a page of long ones a few reads, and
+    /// neither copies much more of the file than it uses.
     private mutating func readMore() throws {
         chunk.removeFirst(chunkStart)
         chunkOffset += Int64(chunkStart)
         chunkStart = 0
         let filled = chunk.count
-        let readSize = 16 << 10
+        let readSize = nextReadSize
+        nextReadSize = min(nextReadSize * 2, 256 << 10)
         chunk.append(contentsOf: repeatElement(0, count: readSize))
         let count = try chunk.withUnsafeMutableBytes { bytes in
             try file.read(at: chunkOffset + Int64(filled), into: UnsafeMutableRawBufferPointer(rebasing: bytes[filled...]))
