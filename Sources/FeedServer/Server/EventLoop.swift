@@ -10,9 +10,10 @@ import Glibc
 /// request and put the slow tail of replies past a millisecond on a 2-core machine.)
 ///
 /// Interest is level-triggered: what a handler leaves unread or unwritten is reported again on
-/// the next turn. A turn serves at most ``TurnOrder/descriptorsPerTurn`` ready sockets, those
-/// served least recently first, so a client that asks rarely is answered within a turn even while
-/// a thousand others keep their sockets busy (see ``TurnOrder``).
+/// the next turn. A turn serves every socket that only has room to write, and at most
+/// ``TurnOrder/descriptorsPerTurn`` sockets with something to read, those served least recently
+/// first, so a client that asks rarely is answered within a turn even while a thousand others
+/// keep their sockets busy (see ``TurnOrder``).
 ///
 /// Timers run on the loop's own timerfd, made when the loop is: a timer must still work when the
 /// process is out of file descriptors (that is when the accept back-off needs one), and
@@ -153,6 +154,11 @@ public final class EventLoop {
                     serveMainQueue()
                 } else if token == Self.timerToken {
                     fireDueTimers()
+                } else if events[index].events & ~Interest.writable.rawValue == 0 {
+                    // Room to write owed output (a follower's pages): no new request comes with
+                    // it, so it is not rationed. Thousands of followers catching up are served
+                    // in one turn, as they were before turns were bounded.
+                    handlers[token]?(Readiness(events: events[index].events))
                 } else {
                     ready.append((token, events[index].events))
                 }
