@@ -261,7 +261,6 @@ final class Daemon {
             server.settings = ServerSettings(daemon: configuration.daemon)
             metricsFile = configuration.daemon.metricsFile
             reloadProblem = nil
-            warnOfSharingChanges(configuration.feeds)
             directory?.apply(configuration.feeds)
             logger.notice("configuration reloaded: \(configuration.feeds.count) feeds")
             if configuration.cluster != startingCluster {
@@ -274,20 +273,6 @@ final class Daemon {
         notifier.ready()
         publishStatus()
         if again { self.reload() }
-    }
-
-    /// A reload that changes a feed's `shared` alone keeps the feed running as it was, joined to
-    /// the fleet or not (a feed whose pages change is replaced, and shares as it now says).
-    private func warnOfSharingChanges(_ definitions: [FeedDefinition]) {
-        guard startingCluster != nil, let directory else { return }
-        for definition in definitions {
-            guard let running = directory[definition.settings.name]?.settings, running.shared != definition.settings.shared,
-                running.shapesSamePages(as: definition.settings)
-            else { continue }
-            let sharing = running.shared ? "shared" : "unshared"
-            logger.forFeed(running.name).warning(
-                "`shared` changed: it takes effect when the daemon is restarted; until then the feed stays \(sharing)")
-        }
     }
 
     // MARK: systemd

@@ -136,20 +136,36 @@ import TestSupport
         #expect(try client.expect("page")["items"]?.arrayValue?.count == 5)
     }
 
-    @Test func a_reload_that_changes_the_cluster_or_a_feeds_sharing_says_it_takes_a_restart() throws {
+    @Test func a_reload_that_changes_a_feeds_sharing_applies_it_and_one_that_changes_the_cluster_says_it_takes_a_restart() throws {
         let upstream = try LoopbackUpstream()
         let nats = try NATSServer()
         defer { nats.stop() }
         let daemon = try Self.instance([nats.url], upstream)
-        let config = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
-        try config.replacingOccurrences(of: #"name = "test""#, with: #"name = "other""#)
+        let client = try daemon.connect()
+        try client.send("next users")
+        try client.expect("subscribed")
+        try client.expect("page")
+        let shared = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
+        try shared.replacingOccurrences(of: #"name = "test""#, with: #"name = "other""#)
             .appending("\nshared = false\n")
             .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         daemon.send(signal: SIGHUP)
-        _ = try daemon.log.waitForLine(containing: "configuration reloaded")
         _ = try daemon.log.waitForLine(containing: "[cluster] changed: the daemon keeps the one it started with until it is restarted")
-        _ = try daemon.log.waitForLine(containing: "feed users: `shared` changed: it takes effect when the daemon is restarted; until then the feed stays shared")
-        #expect(try Self.status(daemon)["cluster"]?["joined"] == ["users"])
+        _ = try daemon.log.waitForLine(containing: "feed users is now served by this instance alone; its subscribers continue on a new generation")
+        try client.expect("refreshed")
+        #expect(try Self.status(daemon)["cluster"]?["joined"] == [])
+
+        // And back: the feed joins the fleet again, on the fleet's generation.
+        try shared.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        daemon.send(signal: SIGHUP)
+        _ = try daemon.log.waitForLine(containing: "feed users is now shared with the fleet; its subscribers continue on a new generation")
+        let deadline = ContinuousClock.now + .seconds(15)
+        while try Self.status(daemon)["cluster"]?["joined"] != ["users"] {
+            guard ContinuousClock.now < deadline else { throw TestFailure("users did not join the fleet again") }
+            usleep(100_000)
+        }
+        try client.send("next users")
+        #expect(try client.read(until: "page", timeout: .seconds(10)).found["type"] == "page")
     }
 
     @Test func a_page_one_instance_publishes_reaches_a_follower_on_another_at_once() throws {

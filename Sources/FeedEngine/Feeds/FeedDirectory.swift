@@ -44,8 +44,9 @@ public final class FeedDirectory {
     public subscript(name: String) -> Feed? { feeds[name] }
 
     /// Makes the running feeds those of `definitions` (SPEC §3): new ones start; removed ones end
-    /// their subscriptions; one whose pages change (source, options, `wrap`) is replaced by a fresh
-    /// feed whose new generation its subscribers continue on, as after a refresh; one whose pages
+    /// their subscriptions; one whose pages change (source, options, `wrap`), or in a fleet its
+    /// sharing, is replaced by a fresh feed whose new generation its subscribers continue on, as
+    /// after a refresh; one whose pages
     /// stay the same (`timeout`, `poll`, `prefetch`, …) takes its new settings and keeps its
     /// generation, cache, cursors and subscriptions; an unchanged one is left exactly as it is.
     public func apply(_ definitions: [FeedDefinition]) {
@@ -59,7 +60,10 @@ public final class FeedDirectory {
             let name = definition.settings.name
             let existing = feeds[name]
             if let existing, existing.settings == definition.settings { continue }
-            if let existing, existing.settings.shapesSamePages(as: definition.settings) {
+            // In a fleet, `shared` says where the generation and the cursors live (the fleet, or
+            // this instance): a feed whose sharing changes is replaced like one whose pages change.
+            let sharingChanged = fleet != nil && existing.map { $0.settings.shared != definition.settings.shared } == true
+            if let existing, !sharingChanged, existing.settings.shapesSamePages(as: definition.settings) {
                 logger.notice("feed \(name) reconfigured; its generation \(existing.generation), cursors and subscribers stay")
                 existing.reconfigure(definition)
                 continue
@@ -70,7 +74,8 @@ public final class FeedDirectory {
             feeds[name] = feed
             if let fleet { feed.attach(to: fleet) }
             if let existing {
-                logger.with(LogFields(feed: name)).notice("feed \(name) changed; its subscribers continue on a new generation")
+                let change = !sharingChanged ? "changed" : definition.settings.shared ? "is now shared with the fleet" : "is now served by this instance alone"
+                logger.with(LogFields(feed: name)).notice("feed \(name) \(change); its subscribers continue on a new generation")
                 feed.adoptSubscriptions(of: existing)
             } else {
                 logger.with(LogFields(feed: name)).info("feed \(name) (\(definition.settings.source)) ready")
