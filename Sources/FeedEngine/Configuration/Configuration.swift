@@ -1,5 +1,4 @@
 import FeedKit
-import FeedState
 import Glibc
 
 /// The `[daemon]` table.
@@ -7,8 +6,9 @@ public struct DaemonSettings: Sendable, Equatable {
     public var socketPath: String?
     public var stateDirectory: String?
     /// `state_page_bytes`: the most bytes of stored pages each feed whose source cannot fetch a
-    /// page again keeps in the state directory; past it the oldest pages go first.
-    public var statePageBytes = StateStore.Options.defaultPageBodyBudget
+    /// page again keeps in the state directory; past it the oldest pages go first. (The config
+    /// is read without the state store, by the fuzzer among others: the daemon hands this to it.)
+    public var statePageBytes = 16 << 20
     public var prefetch = 2
     public var maxClients = 10_000
     public var maxLineBytes = 65_536
