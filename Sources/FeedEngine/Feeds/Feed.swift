@@ -1304,7 +1304,8 @@ private struct PageFetch: Sendable {
     let generation: Int
     let number: Int
     let request: PageRequest
-    /// How many pages the run may bring: those after `number` that are wanted and missing.
+    /// How many pages the run may bring: `number` and the wanted, missing pages right after it
+    /// (see ``Feed/runLength(from:toward:)``).
     let maxPages: Int
     let handOver: RunHandOver
     /// Wakes the feed to take what ``handOver`` holds.
