@@ -294,7 +294,13 @@ public final class ClusterStore: Sendable {
     public func advanceCursor(feed: String, consumer: String, to position: CursorPosition) async throws(NATSError) -> CursorPosition {
         let cursors = try await opened().cursors
         let key = Self.consumerKey(feed: feed, consumer: consumer)
-        for _ in 0..<8 {
+        for attempt in 0..<8 {
+            if attempt > 0 {
+                // Each lost race means another instance moved the cursor meanwhile. Racing it again
+                // at once can lose to it eight times in a row (seen under the thread sanitizer);
+                // waiting 1, 2, 4 … ms lets it get ahead, past this position if it is going there.
+                try? await Task.sleep(for: .milliseconds(1 << (attempt - 1)))
+            }
             let entry = try await cursors.entry(key)
             if let entry, let stored = CursorPosition(entry: entry), stored >= position { return stored }
             do {
