@@ -12,7 +12,7 @@ import Foundation
 /// readers see, and only then are their callers resumed.
 ///
 /// Callers on the main actor (the event loop's thread) are answered in batches: a hop to the
-/// main queue runs up to 64 main-actor completions in the order the changes were queued, instead
+/// main queue runs up to 16 main-actor completions in the order the changes were queued, instead
 /// of one wake-up and one resumed task per change (see ``callMainActorAnswers()``).
 final class StateWriter: Sendable {
     typealias Result = Swift.Result<StateSnapshot.Effects, StoreError>
@@ -195,8 +195,10 @@ final class StateWriter: Sendable {
     /// Main-actor completions not called yet, oldest first, and whether a job to call them is queued.
     private let mainActorAnswers = Locked((pending: [MainActorAnswer](), isScheduled: false))
 
-    /// Main-actor completions one main-queue job calls at most.
-    static let mainActorAnswersPerJob = 64
+    /// Main-actor completions one main-queue job calls at most: some 130 µs of answers at a time
+    /// during an ack storm. (64 held a `next` up for half a millisecond; 16 halved the median
+    /// `next` meanwhile, and the extra hops cost nothing measurable.)
+    static let mainActorAnswersPerJob = 16
 
     /// Calls the queued main-actor completions in order, ``mainActorAnswersPerJob`` per job on the
     /// main queue. Between two jobs the event loop serves its sockets, so the answers to a large
