@@ -85,10 +85,16 @@ for run in 1...runs {
         record("one such page: cached (cache_bytes' count)", "MiB", pages.cachedPerPage)
     }
     if wanted("acks") {
+        // The machine's own pauses, which bound how short a p99 under load can be here.
+        let noise = MachineNoise.measure()
+        record("machine alone: a busy thread per core paused over 1 ms", "/s/core", noise.overOneMillisecondPerSecond)
+        record("machine alone: longest pause of a busy thread", "ms", noise.longest)
         let storm = try StateScenarios.ackStorm()
         record("1,000 consumers acking: acks made durable", "acks/s", storm.acksPerSecond)
         record("meanwhile, prefetched next p50", "ms", storm.nextP50)
         record("meanwhile, prefetched next p99", "ms", storm.nextP99)
+        record("meanwhile, prefetched next, slowest", "ms", storm.nextMax)
+        record("meanwhile, prefetched nexts timed", "count", Double(storm.samples))
         record("daemon CPU per ack (with its next), all threads", "µs", storm.cpuPerAck)
         record("daemon CPU per ack (with its next), main thread", "µs", storm.mainThreadCPUPerAck)
     }
