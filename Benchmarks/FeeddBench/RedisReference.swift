@@ -23,7 +23,11 @@ enum RedisReference {
         let log = LogCollector()
         log.collect(from: output)
         defer {
-            process.terminate()
+            // SIGKILL, not SIGTERM: the benchmark's code may run on a Dispatch worker thread (it
+            // does after the fleet scenario), which blocks SIGTERM, and a server started from it
+            // inherits the block: the second run of `feedd-bench` waited for it forever. It keeps
+            // nothing to save.
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
         try log.waitForLine(containing: "ready to accept connections")
