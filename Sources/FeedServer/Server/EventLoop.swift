@@ -180,9 +180,11 @@ public final class EventLoop {
                     serveMainQueue()
                 } else if token == Self.timerToken {
                     fireDueTimers()
-                } else {
+                } else if watched[token] != nil {
+                    // (An event collected for a socket a handler closed earlier in this batch is
+                    // dropped: its token is gone from `watched` and never comes back.)
                     // One-shot: epoll reports this socket no more until `serve` arms it again.
-                    watched[token]?.isArmed = false
+                    watched[token]!.isArmed = false
                     if reported & ~Interest.writable.rawValue == 0 {
                         // Room to write owed output (a follower's pages): no new request comes
                         // with it, so it is not rationed. Thousands of followers catching up are
