@@ -66,10 +66,10 @@ enum StateScenarios {
         // the p99 is not just the slowest. (One reader asking every 10 ms would ask more often
         // than each consumer acks, and the loop's turns rightly serve first the clients that
         // asked least lately.)
-        let latencies = LockedSamples()
-        let stop = LockedFlag()
+        let latencies = Locked<[Double]>([])
+        let stop = Locked(false)
         let socketPath = daemon.socketPath
-        let warmedUp = LockedFlag()
+        let warmedUp = Locked(false)
         let timing = Thread {
             // The readers belong to this thread alone.
             guard let readers = try? (0..<15).map({ _ in try TestClient(path: socketPath) }),
@@ -77,19 +77,19 @@ enum StateScenarios {
                     (try? reader.send("next users")) != nil && (try? reader.read(until: "page", timeout: .seconds(30))) != nil
                 })
             else { return }
-            warmedUp.set()
+            warmedUp.withLock { $0 = true }
             for reader in readers.cycled() {
-                guard !stop.isSet else { return }
+                guard !stop.withLock({ $0 }) else { return }
                 Thread.sleep(forTimeInterval: 0.01)
                 let started = ContinuousClock.now
                 guard (try? reader.send("next users")) != nil, let line = try? reader.connection.readLine(),
                     line.starts(with: Array(#"{"type":"page""#.utf8))
                 else { return }
-                latencies.append((ContinuousClock.now - started).milliseconds)
+                latencies.withLock { $0.append((ContinuousClock.now - started).milliseconds) }
             }
         }
         timing.start()
-        while !warmedUp.isSet, !timing.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+        while !warmedUp.withLock({ $0 }), !timing.isFinished { Thread.sleep(forTimeInterval: 0.01) }
 
         // Each round: every consumer takes its next page and acknowledges it (2 lines back each).
         let started = ContinuousClock.now
@@ -106,33 +106,14 @@ enum StateScenarios {
         let acks = Double(rounds * consumers)
         let cpuPerAck = (try daemon.cpuSeconds() - cpuBefore.all) * 1e6 / acks
         let mainThreadCPUPerAck = (try daemon.cpuSeconds(mainThreadOnly: true) - cpuBefore.main) * 1e6 / acks
-        stop.set()
+        stop.withLock { $0 = true }
         while !timing.isFinished { Thread.sleep(forTimeInterval: 0.01) }
-        let samples = latencies.values
+        let samples = latencies.withLock { $0 }
         withExtendedLifetime(connections) {}
         return AckStorm(
             acksPerSecond: acks / elapsed, nextP50: quantile(samples, 0.5), nextP99: quantile(samples, 0.99),
             nextMax: samples.max() ?? 0, samples: samples.count, cpuPerAck: cpuPerAck, mainThreadCPUPerAck: mainThreadCPUPerAck)
     }
-}
-
-/// Samples one thread adds while another reads them at the end.
-private final class LockedSamples: @unchecked Sendable {
-    // Sendable by its lock: every access to `samples` holds it.
-    private let lock = NSLock()
-    private var samples: [Double] = []
-
-    func append(_ value: Double) { lock.withLock { samples.append(value) } }
-    var values: [Double] { lock.withLock { samples } }
-}
-
-private final class LockedFlag: @unchecked Sendable {
-    // Sendable by its lock, as above.
-    private let lock = NSLock()
-    private var value = false
-
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
 }
 
 extension Array {
