@@ -12,8 +12,9 @@ import Foundation
 /// readers see, and only then are their callers resumed.
 ///
 /// Callers on the main actor (the event loop's thread) are answered in batches: a hop to the
-/// main queue runs up to 16 main-actor completions in the order the changes were queued, instead
-/// of one wake-up and one resumed task per change (see ``callMainActorAnswers()``).
+/// main queue runs up to ``mainActorAnswersPerJob`` main-actor completions in the order the
+/// changes were queued, instead of one wake-up and one resumed task per change (see
+/// ``callMainActorAnswers()``).
 final class StateWriter: Sendable {
     typealias Result = Swift.Result<StateSnapshot.Effects, StoreError>
 

@@ -46,9 +46,9 @@ public final class FeedDirectory {
     /// Makes the running feeds those of `definitions` (SPEC §3): new ones start; removed ones end
     /// their subscriptions; one whose pages change (source, options, `wrap`), or in a fleet its
     /// sharing, is replaced by a fresh feed whose new generation its subscribers continue on, as
-    /// after a refresh; one whose pages
-    /// stay the same (`timeout`, `poll`, `prefetch`, …) takes its new settings and keeps its
-    /// generation, cache, cursors and subscriptions; an unchanged one is left exactly as it is.
+    /// after a refresh; one whose pages stay the same (`timeout`, `poll`, `prefetch`, …) takes its
+    /// new settings and keeps its generation, cache, cursors and subscriptions; an unchanged one
+    /// is left exactly as it is.
     public func apply(_ definitions: [FeedDefinition]) {
         let incoming = Dictionary(definitions.map { ($0.settings.name, $0) }, uniquingKeysWith: { first, _ in first })
         for (name, feed) in feeds where incoming[name] == nil {
