@@ -1,10 +1,16 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// The layout shows the architecture (SPEC §7):
-//   FeedKit  ←  Plugins/*  ←  FeedEngine  ←  FeedServer, SystemdSupport  ←  Daemon  ←  feedd
-// and FeedClient ← feedctl, TestSupport. Adapters import FeedKit and nothing else (but a C library
-// of their own: rss reads XML with libxml2).
+// The layout shows the architecture (SPEC §7). Each module imports only those to its right:
+//   Plugins/*       → FeedKit              (and at most a C library of its own: rss reads XML with libxml2)
+//   FeedState       → FeedKit              durable state, SQLite
+//   FeedEngine      → FeedState, FeedKit   the feeds, in small machines; FeedService, the fronts' only door
+//   FeedServer      → FeedEngine, FeedClient, FeedKit     the Unix socket front (it never sees FeedState)
+//   FeedCluster     → FeedKit              NATS JetStream
+//   FeedFleet       → FeedEngine, FeedCluster, FeedKit    the engine's FleetLink on FeedCluster
+//   SystemdSupport  → FeedKit;   FeedClient → FeedKit
+//   Daemon          → the engine, the fronts, the fleet, systemd glue and the plugins: only wiring
+//   feedd → Daemon;   feedctl → FeedClient;   TestSupport → FeedClient, FeedKit
 let package = Package(
     name: "feedd",
     platforms: [.macOS(.v15)],
@@ -69,7 +75,7 @@ let package = Package(
         // The engine's FleetLink on FeedCluster's JetStream store: shared generations, pages, cursors.
         .target(name: "FeedFleet", dependencies: ["FeedEngine", "FeedCluster", "FeedKit"]),
         // The Unix socket, connections, the line protocol and flow control.
-        .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedState", "FeedKit", "FeedClient", "CEventLoop"]),
+        .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedKit", "FeedClient", "CEventLoop"]),
         // epoll, eventfd and libdispatch's main-queue hooks, for the event loop.
         .systemLibrary(name: "CEventLoop"),
         // sd_notify, the watchdog, socket activation and journald-style logging.
@@ -100,7 +106,7 @@ let package = Package(
         .testTarget(name: "HTTPAdapterTests", dependencies: ["HTTPAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "RSSAdapterTests", dependencies: ["RSSAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "MergeAdapterTests", dependencies: ["MergeAdapter", "FeedKit", "TestSupport"]),
-        .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedKit", "FileAdapter"]),
+        .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedState", "FeedKit", "FileAdapter"]),
         .testTarget(name: "FeedClusterTests", dependencies: ["FeedCluster", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedStateTests", dependencies: ["FeedState", "FeedKit", "TestSupport"]),
         // Writes to a state store until killed; FeedStateTests kill it with SIGKILL mid-commit.

@@ -19,6 +19,7 @@ final class Daemon {
     private let transport = CurlTransport()
     /// The running feeds and the server; both exist from start-up on (nil only before).
     private var directory: FeedDirectory?
+    private var service: FeedService?
     private var server: Server?
     private var store: StateStore?
     /// The fleet of a daemon with `[cluster]` (SPEC §8), once connecting to it has begun.
@@ -87,10 +88,15 @@ final class Daemon {
         let listeningDescriptor = openListeningSocket(configuration.daemon)
         let directory = FeedDirectory(store: store, encoder: PageLineEncoder(), logger: logger)
         self.directory = directory
-        feedReader.directory = directory
+        // Before the feeds are made: shared feeds serve alone until they join.
+        directory.clusterName = configuration.cluster?.name
+        let service = FeedService(
+            directory: directory, limits: FeedService.Limits(subscriptionsPerClient: configuration.daemon.maxSubscriptions), logger: logger)
+        self.service = service
+        feedReader.service = service
         directory.apply(configuration.feeds)
         if let cluster = configuration.cluster { joinFleet(cluster, directory: directory) }
-        let server = Server(directory: directory, settings: ServerSettings(daemon: configuration.daemon), logger: logger, loop: loop)
+        let server = Server(service: service, settings: ServerSettings(daemon: configuration.daemon), logger: logger, loop: loop)
         self.server = server
         server.start(listeningOn: listeningDescriptor)
         directory.onChange = { [unowned self] in self.publishStatus() }
@@ -113,7 +119,6 @@ final class Daemon {
     /// Connects to the fleet's NATS cluster in the background: the socket is served meanwhile, and
     /// an unreachable cluster is retried for as long as the daemon runs (SPEC §8).
     private func joinFleet(_ cluster: ClusterSettings, directory: FeedDirectory) {
-        directory.clusterName = cluster.name
         startingCluster = cluster
         let instance = "\(ProcessInfo.processInfo.hostName)-\(getpid())"
         let logger = logger.labelled("fleet")
@@ -279,7 +284,7 @@ final class Daemon {
 
     /// STATUS=, e.g. `3 feeds, 12 clients; users ok, donny retrying: HTTP 503`, sent when it changes.
     private func publishStatus() {
-        let feeds = directory.map { directory in directory.names.compactMap { directory[$0] } } ?? []
+        let feeds = service?.feedStatuses(includingConsumers: false) ?? []
         var text = "\(feeds.count) feed\(feeds.count == 1 ? "" : "s"), \(server?.clientCount ?? 0) client\(server?.clientCount == 1 ? "" : "s")"
         let states = feeds.prefix(8).map { feed in
             feed.health.lastError.map { "\(feed.name) \(feed.health.state.rawValue): \($0)" } ?? "\(feed.name) \(feed.health.state.rawValue)"

@@ -13,9 +13,6 @@ import Foundation
 public final class ClusterFleetLink: FleetLink {
     public let store: ClusterStore
     private let logger: Logger
-    private let board = PublicationBoard()
-    /// Who reads the pages of each feed, and whether the subscription that feeds them is up.
-    private let readers = Locked<(byFeed: [String: [UUID: AsyncStream<FleetPage>.Continuation]], isSubscribed: Bool)>(([:], false))
     /// The header that carries what the engine needs to page on from a published page.
     static let pageHeader = "Feedd-Page"
 
@@ -103,34 +100,29 @@ public final class ClusterFleetLink: FleetLink {
         feed: String, generation: Int, page: Int, fetch: @escaping @Sendable () async throws -> FleetPage?
     ) async throws -> FleetPageOutcome {
         let address = PageAddress(feed: feed, generation: generation, page: page)
-        while true {
-            try Task.checkCancellation()
-            let lease: LeaseOutcome
-            do {
-                if let published = try await store.publishedPage(address), let page = Self.fleetPage(published) {
-                    return .page(page, fetchedHere: false)
-                }
-                lease = try await store.acquireLease(address)
-            } catch {
-                return .unreachable
+        let lease: LeaseOutcome
+        do {
+            if let published = try await store.publishedPage(address), let page = Self.fleetPage(published) {
+                return .page(page, fetchedHere: false)
             }
-            switch lease {
-            case .acquired(let lease):
-                // A lease released a moment ago is taken over like an expired one: its holder
-                // published the page between the look above and the lease. Looking again costs
-                // a read per fetch; not looking cost an upstream request (the fleet benchmark
-                // saw about one page in 250 fetched twice).
-                if let published = try? await store.publishedPage(address), let page = Self.fleetPage(published) {
-                    Task { [store] in try? await store.releaseLease(lease) }
-                    return .page(page, fetchedHere: false)
-                }
-                return try await fetchHolding(lease, fetch: fetch)
-            case .heldElsewhere(let holder, let until):
-                logger.debug("\(address): fetched by \(holder); waiting for its publication")
-                if let published = try await waitForPublication(of: address, orUntil: until), let page = Self.fleetPage(published) {
-                    return .page(page, fetchedHere: false)
-                }
+            lease = try await store.acquireLease(address)
+        } catch {
+            return .unreachable
+        }
+        switch lease {
+        case .acquired(let lease):
+            // A lease released a moment ago is taken over like an expired one: its holder
+            // published the page between the look above and the lease. Looking again costs
+            // a read per fetch; not looking cost an upstream request (the fleet benchmark
+            // saw about one page in 250 fetched twice).
+            if let published = try? await store.publishedPage(address), let page = Self.fleetPage(published) {
+                Task { [store] in try? await store.releaseLease(lease) }
+                return .page(page, fetchedHere: false)
             }
+            return try await fetchHolding(lease, fetch: fetch)
+        case .heldElsewhere(let holder, let until):
+            logger.debug("\(address): fetched by \(holder); waiting for its publication")
+            return .heldElsewhere(retryIn: Self.retryDelay(until: until))
         }
     }
 
@@ -141,7 +133,7 @@ public final class ClusterFleetLink: FleetLink {
         defer { Task { [store] in try? await store.releaseLease(held) } }
         guard let fetched else { return .notYet }
         do {
-            let outcome = try await store.publishPage(lease.page, line: fetched.line, headers: [Self.pageHeader: Self.header(of: fetched)])
+            let outcome = try await store.publishPage(lease.page, line: Array(fetched.line.buffer), headers: [Self.pageHeader: Self.header(of: fetched)])
             if outcome == .alreadyPublished, let first = try await store.publishedPage(lease.page), let page = Self.fleetPage(first) {
                 return .page(page, fetchedHere: true)
             }
@@ -151,34 +143,31 @@ public final class ClusterFleetLink: FleetLink {
         return .page(fetched, fetchedHere: true)
     }
 
-    public func awaitNewPage(feed: String, generation: Int, page: Int, wait: @escaping @Sendable () async throws -> Void) async throws {
+    public func awaitNewPage(feed: String, generation: Int, page: Int, wait: @escaping @Sendable () async throws -> Void) async throws -> FleetLookOutcome {
         let address = PageAddress(feed: feed, generation: generation, page: page)
-        while true {
-            try Task.checkCancellation()
-            let lease: LeaseOutcome
-            do {
-                if try await store.publishedPage(address) != nil { return }
-                lease = try await store.acquireLease(address, for: .look)
-            } catch {
-                return try await wait()
-            }
-            switch lease {
-            case .acquired(let lease):
-                let (_, held) = try await holding(lease, wait)
-                try? await store.releaseLease(held)
-                return
-            case .heldElsewhere(_, let until):
-                if try await waitForPublication(of: address, orUntil: until) != nil { return }
-            }
+        let lease: LeaseOutcome
+        do {
+            if try await store.publishedPage(address) != nil { return .mayHaveMore }
+            lease = try await store.acquireLease(address, for: .look)
+        } catch {
+            try await wait()
+            return .mayHaveMore
+        }
+        switch lease {
+        case .acquired(let lease):
+            let (_, held) = try await holding(lease, wait)
+            try? await store.releaseLease(held)
+            return .mayHaveMore
+        case .heldElsewhere(_, let until):
+            return .heldElsewhere(retryIn: Self.retryDelay(until: until))
         }
     }
 
-    /// Waits until `address` is published (as ``publishedPages(of:)`` hears; returns it then),
-    /// the lease ending at `until` (Unix ms) runs out, or a second has passed, whichever is first.
-    private func waitForPublication(of address: PageAddress, orUntil until: Int64) async throws -> PublishedPage? {
-        let published = await board.wait(for: address, atMost: .milliseconds(min(max(until - Self.now, 20), 1_000)))
-        try Task.checkCancellation()
-        return published
+    /// How long to wait for the publication of a page whose lease ends at `until` (Unix ms)
+    /// before asking again: until the lease runs out, but at most a second, in case the
+    /// publication came during an outage and was never delivered.
+    private static func retryDelay(until: Int64) -> Duration {
+        .milliseconds(min(max(until - now, 20), 1_000))
     }
 
     /// Runs `body` while holding `lease`, renewed every third of its length; returns what
@@ -208,29 +197,19 @@ public final class ClusterFleetLink: FleetLink {
 
     private static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1_000) }
 
-    /// One subscription to every feed's pages, started with the first feed that asks, serves
-    /// them all (a subscription costs a thread).
-    public func publishedPages(of feed: String) -> AsyncStream<FleetPage> {
-        let (pages, continuation) = AsyncStream.makeStream(of: FleetPage.self)
-        let id = UUID()
-        let isFirst = readers.withLock { readers in
-            defer { readers.isSubscribed = true }
-            readers.byFeed[feed, default: [:]][id] = continuation
-            return !readers.isSubscribed
-        }
-        continuation.onTermination = { [weak self] _ in self?.readers.withLock { _ = $0.byFeed[feed]?.removeValue(forKey: id) } }
-        if isFirst {
-            Task { [store, board] in
+    /// One subscription to every feed's pages: each message is decoded once into a page whose
+    /// line the engine shares.
+    public func publications() -> AsyncStream<FleetPage> {
+        let store = store
+        return AsyncStream { continuation in
+            let forwarding = Task {
                 for await published in await store.pages(of: nil) {
-                    if let page = Self.fleetPage(published) {
-                        for reader in self.readers.withLock({ Array(($0.byFeed[page.feed] ?? [:]).values) }) { reader.yield(page) }
-                    }
-                    board.published(published)
+                    if let page = Self.fleetPage(published) { continuation.yield(page) }
                 }
-                for reader in self.readers.withLock({ $0.byFeed.values.flatMap(\.values) }) { reader.finish() }
+                continuation.finish()
             }
+            continuation.onTermination = { _ in forwarding.cancel() }
         }
-        return pages
     }
 
     static func header(of page: FleetPage) -> String {
@@ -242,7 +221,7 @@ public final class ClusterFleetLink: FleetLink {
         guard let header = published.headers[pageHeader] else { return nil }
         return FleetPage(
             header: Array(header.utf8), feed: published.page.feed, generation: published.page.generation, number: published.page.page,
-            line: published.line)
+            line: SharedBytes(published.line))
     }
 
     // MARK: Consumers

@@ -47,7 +47,7 @@ import Testing
     @Test func a_member_is_read_through_the_engine_and_its_refresh_refreshes_the_gatherer() async throws {
         let world = ScriptedWorld(prefetch: 1, encoder: ItemsEncoder())
         let reader = EngineFeedReader()
-        reader.directory = world.directory
+        reader.service = world.service
         var gatherer = FeedSettings(name: "all", source: "gathering", prefetch: 0)
         gatherer.options = ["feeds": ["scripted"]]
         world.directory.apply([

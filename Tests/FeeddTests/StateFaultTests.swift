@@ -41,6 +41,50 @@ import TestSupport
         return (client, try client.request(["op": "subscribe", "feed": "numbers", "consumer": .string(consumer)]))
     }
 
+    /// A page's record that fails to store while another consumer's ack of the same page is on its
+    /// way: the first ack is refused, and the second is `store_failed` too, never refused as
+    /// outside the pages known (the store had not kept page 19). The record's write is made to
+    /// fail slowly, by a trigger, so the second ack is sure to come while it is in flight.
+    @Test func an_ack_of_a_delivered_page_whose_record_cannot_be_stored_answers_store_failed() throws {
+        let directory = try TemporaryDirectory()
+        let (state, numbers) = (directory.path("state"), try Self.numbers(in: directory))
+        var daemon = try DaemonProcess(config: Self.config(state: state, numbers: numbers), directory: directory)
+        for consumer in ["dora", "eve"] {
+            let (client, _) = try Self.subscribe(daemon, as: consumer)
+            try client.send("next numbers 18")
+            for _ in 0..<18 { try client.expect("page") }
+            #expect(try client.request("ack numbers 18")["page"] == 18)
+        }
+        try Self.kill(daemon)
+        try Self.sql("\(state)/state.db", """
+            CREATE TABLE slow (x INTEGER);
+            WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) INSERT INTO slow SELECT i FROM n;
+            CREATE TRIGGER page_19_cannot_be_stored BEFORE INSERT ON pages WHEN NEW.page = 19 BEGIN
+                SELECT count(*) FROM slow a, slow b WHERE a.x < b.x;
+                SELECT RAISE(ABORT, 'database or disk is full');
+            END;
+            """)
+
+        daemon = try DaemonProcess(config: Self.config(state: state, numbers: numbers), directory: directory)
+        let (dora, _) = try Self.subscribe(daemon, as: "dora")
+        let (eve, _) = try Self.subscribe(daemon, as: "eve")
+        try dora.send("next numbers")
+        #expect(try dora.expect("page")["page"] == 19, "a page that can be fetched again is served")
+        try eve.send("next numbers")
+        #expect(try eve.expect("page")["page"] == 19)
+        try dora.send("ack numbers 19")
+        usleep(50_000)
+        let second = try eve.request("ack numbers 19")
+        let first = try dora.read(until: "error").found
+        for answer in [first, second] {
+            #expect(answer["code"] == "store_failed", "\(answer.jsonText)")
+            #expect(answer["message"]?.stringValue?.contains("outside") == false, "\(answer.jsonText)")
+        }
+        try Self.kill(daemon)
+        daemon = try DaemonProcess(config: Self.config(state: state, numbers: numbers), directory: directory)
+        #expect(try Self.subscribe(daemon, as: "eve").1["after"] == 18, "nothing was acknowledged")
+    }
+
     /// A generation near `Int64.max` in `state.db`: the daemon starts (the row is rejected and
     /// logged) even with a changed definition, and refreshes; `state check` names the row.
     @Test func a_hostile_generation_in_the_state_is_rejected_not_a_crash_and_check_names_it() throws {

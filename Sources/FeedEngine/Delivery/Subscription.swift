@@ -1,161 +1,268 @@
 import FeedKit
-import FeedState
 
-/// One connection's reading of one feed: where it is, what it asked for, how it wants pages.
+/// One client's reading of one feed: where it is, what it asked for, how it wants pages.
 ///
-/// A subscription owns its own reading state (position, cursor, outstanding `next`s); the feed
-/// changes it only through the methods below, so every change to a position is one of: a page
-/// delivered, an `end` answered, or a restart at page 0 of a new generation.
-@MainActor
-public final class Subscription {
-    /// The feed read; a reload that changes the feed's pages moves the subscription to its replacement.
-    public internal(set) unowned var feed: Feed
-    public private(set) weak var output: (any SubscriptionOutput)?
-    public let consumer: String?
-    public let follows: Bool
-    /// The last page delivered in the current generation (0 = none yet).
-    public private(set) var position: Int
-    /// The last page acknowledged.
-    public private(set) var cursor: Int
-    /// `next` requests not yet fully answered, oldest first: pages still owed, and the id to answer with.
-    private var pendingNexts: [(remaining: Int, replyTo: JSONValue?)] = []
-    /// Pages owed to all of `pendingNexts` together.
-    private var owedPages = 0
-    /// A follower is told `end` once when it reaches the end of a finite feed.
-    private var toldEnd = false
-    /// False while a consumer's starting point is being stored: no page flows before `subscribed`.
-    public var isConfirmed = true
+/// Its reading state is one value of ``State``, so no combination of flags can disagree: a
+/// consumer being confirmed moves nothing, a reader asks, a follower is pushed pages, a follower
+/// at the end of a finite feed is told so once. Only its feed changes it, through the mutating
+/// methods below; each returns what the client is to be told, and the feed tells it once the
+/// change is made (never while the table is being changed, since a client told something may act).
+struct Subscription {
+    let client: ClientID
+    /// Tells this subscription from a later one of the same client, for answers that come late.
+    let serial: Int
+    weak var sink: (any ClientSink)?
+    let consumer: String?
+    let follows: Bool
+    private(set) var state: State
 
-    init(feed: Feed, output: any SubscriptionOutput, consumer: String?, after: Int, follows: Bool) {
-        self.feed = feed
-        self.output = output
+    enum State {
+        /// A consumer whose starting point is being made durable (or read from the fleet): no
+        /// page flows, and its `subscribe` and its `next`s wait here with their answers.
+        case starting(Start)
+        /// Nothing asked and nothing pushed: a reader between its `next`s.
+        case idle(Place)
+        /// `next`s wait for pages (a follower's pushed pages answer them first).
+        case asking(Place, Nexts)
+        /// A follower: every page is pushed as soon as it is ready.
+        case following(Place)
+        /// A follower told that the feed has ended for good: nothing more until a new generation.
+        case followedToEnd(Place)
+    }
+
+    /// Where a confirmed subscription is in its generation.
+    struct Place {
+        /// The last page delivered (0 = none yet).
+        var position: Int
+        /// The last page acknowledged, at most ``position``.
+        var cursor: Int
+    }
+
+    /// The `next`s not yet fully answered, oldest first, and the pages owed to all of them.
+    struct Nexts {
+        fileprivate(set) var waiting: [(remaining: Int, replyTo: ReplyTag?)] = []
+        fileprivate(set) var owed = 0
+        /// Asked by a follower already told that the feed ended: it is not told again.
+        fileprivate(set) var afterEnd = false
+    }
+
+    /// A starting subscription's answers: its `subscribe`'s, and those of the `next`s that came.
+    struct Start {
+        /// The `after` the consumer subscribed with, if any.
+        let after: Int?
+        let announce: (Result<Subscribed, ServiceError>) -> Void
+        var queued: [QueuedNext] = []
+    }
+
+    /// A `next` that came while the subscription was starting, with whoever waits for its answer.
+    struct QueuedNext {
+        let count: Int
+        let replyTo: ReplyTag?
+        let answer: (Result<Void, ServiceError>) -> Void
+    }
+
+    /// A subscription after `after`, or, without one, starting: its start is being confirmed and
+    /// `announce` is told when it is.
+    init(
+        client: ClientID, serial: Int, sink: (any ClientSink)?, consumer: String?, follows: Bool, after: Int?,
+        requestedAfter: Int? = nil, announce: @escaping (Result<Subscribed, ServiceError>) -> Void = { _ in }
+    ) {
+        self.client = client
+        self.serial = serial
+        self.sink = sink
         self.consumer = consumer
         self.follows = follows
-        position = PageNumber.clamped(after)
-        cursor = position
+        if let after {
+            let place = Place(position: PageNumber.clamped(after), cursor: PageNumber.clamped(after))
+            state = follows ? .following(place) : .idle(place)
+        } else {
+            state = .starting(Start(after: requestedAfter, announce: announce))
+        }
     }
 
-    /// Whether a `next` is still waiting for pages or `end`.
-    public var hasPendingRequests: Bool { !pendingNexts.isEmpty }
+    // MARK: What it is doing
 
-    /// Whether this subscription wants another page now: it follows, or a `next` is waiting.
-    public var wantsPage: Bool { isConfirmed && (follows || !pendingNexts.isEmpty) }
+    /// Where it is; nil while starting.
+    var place: Place? {
+        switch state {
+        case .starting: nil
+        case .idle(let place), .asking(let place, _), .following(let place), .followedToEnd(let place): place
+        }
+    }
 
-    /// The ids of the `next` requests still waiting, to answer them when the subscription fails.
-    public var pendingReplyIDs: [JSONValue?] { pendingNexts.map(\.replyTo) }
+    var position: Int? { place?.position }
+    var cursor: Int? { place?.cursor }
 
-    /// The page this subscription is waiting for right now, if it is waiting.
-    var awaitedPage: Int? { wantsPage ? position + 1 : nil }
+    /// Whether it wants another page now: it follows, or a `next` is waiting.
+    var wantsPage: Bool {
+        switch state {
+        case .asking, .following: true
+        case .starting, .idle, .followedToEnd: false
+        }
+    }
 
-    /// The pages this subscription keeps fetched ahead: its position plus the prefetch depth, and
-    /// every page its outstanding `next`s asked for (so catching up does not wait for delivery),
-    /// at least the next page while it is waiting for one. At most `limit` pages.
+    /// Whether a `next` still waits for pages or `end`.
+    var hasPendingRequests: Bool {
+        switch state {
+        case .starting(let start): !start.queued.isEmpty
+        case .asking: true
+        case .idle, .following, .followedToEnd: false
+        }
+    }
+
+    /// The page it is waiting for right now, if it is waiting.
+    var awaitedPage: Int? { wantsPage ? place.map { $0.position + 1 } : nil }
+
+    /// The id of the `next` the upcoming page answers, for notices about it.
+    var oldestReplyTo: ReplyTag? {
+        if case .asking(_, let nexts) = state { return nexts.waiting.first?.replyTo }
+        return nil
+    }
+
+    /// The pages it keeps fetched ahead: its position plus the prefetch depth, and every page its
+    /// outstanding `next`s asked for (so catching up does not wait for delivery), at least the
+    /// next page while it is waiting for one. At most `limit` pages.
     func wantedPages(prefetch: Int, limit: Int) -> ClosedRange<Int>? {
-        let depth = min(max(prefetch, owedPages, wantsPage ? 1 : 0), max(limit, 1))
-        return depth > 0 ? (position + 1)...(position + depth) : nil
+        guard let place else { return nil }
+        var owed = 0
+        if case .asking(_, let nexts) = state { owed = nexts.owed }
+        let depth = min(max(prefetch, owed, wantsPage ? 1 : 0), max(limit, 1))
+        return depth > 0 ? (place.position + 1)...(place.position + depth) : nil
     }
 
-    /// Asks for `count` more pages, once every page delivered so far is acknowledged (for a
-    /// consumer: durably). If that acknowledgement cannot be stored, no page is sent and
-    /// `onStoreFailure` hears why (the server answers `store_failed`).
-    public func requestPages(_ count: Int, replyTo: JSONValue?, onStoreFailure: @escaping (StoreError) -> Void = { _ in }) {
-        acknowledge(through: position) { [self] result in
-            switch result {
-            case .success:
-                let count = min(max(count, 1), PageNumber.maximum)
-                pendingNexts.append((count, replyTo))
-                owedPages = min(owedPages + count, PageNumber.maximum)
-                feed.pump(self)
-            case .failure(let error):
-                onStoreFailure(error)
-            }
+    // MARK: Changes
+
+    /// Keeps a `next` that came while starting; false once started (it is asked at once then).
+    mutating func queue(_ next: QueuedNext) -> Bool {
+        guard case .starting(var start) = state else { return false }
+        start.queued.append(next)
+        state = .starting(start)
+        return true
+    }
+
+    /// The starting point is durable: reading starts after `after`. Returns the answers that
+    /// waited: the `subscribe`'s, then the `next`s' to be asked now in order.
+    mutating func confirm(after: Int) -> Start? {
+        guard case .starting(let start) = state else { return nil }
+        let position = PageNumber.clamped(after)
+        state = rest(at: Place(position: position, cursor: position))
+        return start
+    }
+
+    /// The `after` it subscribed with, while its start is still being confirmed.
+    var startingAfter: Int?? {
+        if case .starting(let start) = state { start.after } else { nil }
+    }
+
+    /// Whether its start is still being confirmed.
+    var isStarting: Bool {
+        if case .starting = state { true } else { false }
+    }
+
+    /// Asks for `count` more pages.
+    mutating func ask(_ count: Int, replyTo: ReplyTag?) {
+        guard let place else { return }
+        var nexts = Nexts()
+        if case .asking(_, let waiting) = state { nexts = waiting }
+        if case .followedToEnd = state { nexts.afterEnd = true }
+        let count = min(max(count, 1), PageNumber.maximum)
+        nexts.waiting.append((count, replyTo))
+        nexts.owed = min(nexts.owed + count, PageNumber.maximum)
+        state = .asking(place, nexts)
+    }
+
+    /// Hands over `page`, the one after the position, counting it against the oldest `next`.
+    mutating func deliver(_ page: Page) -> ClientEvent {
+        guard var place = place else { preconditionFailure("a starting subscription is sent nothing") }
+        precondition(page.number == place.position + 1, "pages reach a subscription in order")
+        place.position = page.number
+        var replyTo: ReplyTag?
+        if case .asking(_, var nexts) = state {
+            replyTo = nexts.waiting[0].replyTo
+            nexts.waiting[0].remaining -= 1
+            nexts.owed -= 1
+            if nexts.waiting[0].remaining == 0 { nexts.waiting.removeFirst() }
+            state = nexts.waiting.isEmpty ? rest(at: place) : .asking(place, nexts)
+        } else {
+            state = .following(place)
         }
-    }
-
-    /// Marks pages up to `page` consumed (never beyond what was delivered) and calls `completion`
-    /// with the new cursor. For a consumer that is once the cursor is durable; if it cannot be
-    /// stored, the cursor stays where it was and `completion` gets why. Without a write to wait
-    /// for, `completion` runs before this returns.
-    public func acknowledge(through page: Int, completion: @escaping (Result<Int, StoreError>) -> Void) {
-        let acknowledged = max(cursor, min(page, position))
-        guard acknowledged != cursor, let consumer, feed.keepsCursors else {
-            cursor = acknowledged
-            return completion(.success(cursor))
-        }
-        let feed = feed
-        let generation = feed.generation
-        feed.storeCursor(consumer: consumer, cursor: acknowledged, generation: generation) { [self] result in
-            if case .failure(let error) = result {
-                feed.logger.error("cannot store the cursor of consumer \(consumer): \(error)")
-                return completion(.failure(error))
-            }
-            // A refresh while the write was on its way has put the cursor back to 0 since.
-            if generation == self.feed.generation { cursor = max(cursor, acknowledged) }
-            completion(.success(cursor))
-        }
-    }
-
-    /// Puts a consumer's subscription, not confirmed yet, after `page`: its cursor as the fleet
-    /// knows it (SPEC §8), which only an asynchronous look-up finds.
-    public func start(after page: Int) {
-        precondition(!isConfirmed, "only a subscription not yet announced may move")
-        position = PageNumber.clamped(page)
-        cursor = position
-    }
-
-    /// Ends the subscription; its outstanding requests are dropped.
-    public func cancel() {
-        feed.remove(self)
-    }
-
-    // MARK: What the feed does to a subscription
-
-    /// Sends `page`, the one after the position, counting it against the oldest `next`.
-    func deliver(_ page: Page) {
-        precondition(page.number == position + 1, "pages reach a subscription in order")
-        let replyTo = pendingNexts.first?.replyTo
-        if !pendingNexts.isEmpty {
-            pendingNexts[0].remaining -= 1
-            owedPages -= 1
-            if pendingNexts[0].remaining == 0 { pendingNexts.removeFirst() }
-        }
-        position = page.number
-        send(.page(page, replyTo: replyTo))
+        return .page(page, replyTo: replyTo)
     }
 
     /// No page follows `page` (for good, or for now on a live source): every outstanding `next`
     /// is answered `end`; a follower hears it once, when the feed has ended for good.
-    func answerEnd(at page: Int, feedEnded: Bool) {
-        let pending = pendingNexts
-        dropRequests()
-        for request in pending {
-            send(.end(feed: feed.name, page: page, replyTo: request.replyTo))
+    mutating func answerEnd(at page: Int, feed: String, feedEnded: Bool) -> [ClientEvent] {
+        guard let place else { return [] }
+        var events: [ClientEvent] = []
+        if case .asking(_, let nexts) = state {
+            events = nexts.waiting.map { .end(feed: feed, page: page, replyTo: $0.replyTo) }
+            state = rest(at: place, afterEnd: nexts.afterEnd)
         }
-        if follows, pending.isEmpty, !toldEnd, feedEnded {
-            toldEnd = true
-            send(.end(feed: feed.name, page: page, replyTo: nil))
+        if case .following = state, events.isEmpty, feedEnded {
+            state = .followedToEnd(place)
+            events.append(.end(feed: feed, page: page, replyTo: nil))
+        }
+        return events
+    }
+
+    /// Puts it at page 0 of a new generation; outstanding `next`s carry on there. Returns what to
+    /// tell the client (nothing while starting: its `subscribed` will name the new generation).
+    mutating func restart(feed: String, generation: Int, replyTo: ReplyTag?) -> ClientEvent? {
+        let start = Place(position: 0, cursor: 0)
+        switch state {
+        case .starting: return nil
+        case .asking(_, let nexts): state = .asking(start, nexts)
+        case .idle, .following, .followedToEnd: state = rest(at: start)
+        }
+        return .refreshed(feed: feed, generation: generation, replyTo: replyTo)
+    }
+
+    /// Marks pages up to `page` consumed (never beyond what was delivered). Returns the cursor a
+    /// consumer must make durable first (see ``acknowledged(_:)``), or nil when nothing is to be
+    /// stored (an anonymous subscriber's cursor, or any where cursors are kept nowhere, moves at once).
+    mutating func acknowledge(through page: Int, durably: Bool) -> Int? {
+        guard let place else { return nil }
+        let cursor = max(place.cursor, min(page, place.position))
+        guard cursor != place.cursor else { return nil }
+        if consumer != nil, durably { return cursor }
+        acknowledged(cursor)
+        return nil
+    }
+
+    /// `cursor` is durable: it is the cursor now, unless it moved further meanwhile.
+    mutating func acknowledged(_ cursor: Int) {
+        guard var place else { return }
+        place.cursor = max(place.cursor, min(cursor, place.position))
+        switch state {
+        case .starting: break
+        case .idle: state = .idle(place)
+        case .asking(_, let nexts): state = .asking(place, nexts)
+        case .following: state = .following(place)
+        case .followedToEnd: state = .followedToEnd(place)
         }
     }
 
-    /// Puts the subscription at page 0 of generation `generation` and tells it so. Outstanding
-    /// `next`s carry on in the new generation.
-    func restart(generation: Int, replyTo: JSONValue?) {
-        position = 0
-        cursor = 0
-        toldEnd = false
-        send(.refreshed(feed: feed.name, generation: generation, replyTo: replyTo))
+    /// Drops every request: returns the answers still waiting on a starting subscription, and
+    /// the tags of the `next`s left unanswered.
+    mutating func dropRequests() -> (start: Start?, unanswered: [ReplyTag?]) {
+        switch state {
+        case .starting(let start):
+            state = .starting(Start(after: start.after, announce: { _ in }))
+            return (start, [])
+        case .asking(let place, let nexts):
+            state = rest(at: place, afterEnd: nexts.afterEnd)
+            return (nil, nexts.waiting.map(\.replyTo))
+        case .idle, .following, .followedToEnd:
+            return (nil, [])
+        }
     }
+}
 
-    func dropRequests() {
-        pendingNexts.removeAll()
-        owedPages = 0
-    }
-
-    /// The id of the `next` the upcoming page answers, for notices about it.
-    var oldestReplyTo: JSONValue? { pendingNexts.first?.replyTo }
-
-    func send(_ event: SubscriptionEvent) {
-        output?.receive(event, from: self)
+extension Subscription {
+    /// Where a subscription with nothing asked rests: `idle` for a reader, `following` for a
+    /// follower (or `followedToEnd`, if it had been told the feed ended).
+    fileprivate func rest(at place: Place, afterEnd: Bool = false) -> State {
+        follows ? (afterEnd ? .followedToEnd(place) : .following(place)) : .idle(place)
     }
 }
 
