@@ -31,10 +31,14 @@ public enum RedirectPolicy: String, Sendable, Hashable, CaseIterable {
 
     /// The parts of a URL the policy compares, with the scheme's default port filled in.
     public struct URLParts: Sendable, Hashable {
+        /// The scheme, lowercased.
         public let scheme: String
+        /// The host, lowercased.
         public let host: String
+        /// The port, the scheme's default if none is written.
         public let port: Int
 
+        /// The parts `scheme`, `host` and `port`.
         public init(scheme: String, host: String, port: Int) {
             self.scheme = scheme.lowercased()
             self.host = host

@@ -9,6 +9,7 @@ import Glibc
 /// process group of its own. Stdout arrives as lines through ``nextLine(timeout:)``; stderr lines
 /// go to a closure.
 public final class Subprocess: Sendable {
+    /// The child's process id.
     public let pid: Int32
     private let input: Int32
     private let lines: LineChannel
