@@ -114,62 +114,22 @@ private struct ServedPages {
     /// How many events of each reader were looked at already.
     private var seen: [ObjectIdentifier: Int] = [:]
 
-    static func summary(_ events: [ClientEvent]) -> String {
-        events.map { event in
-            switch event {
-            case .page(let page, _): "p\(page.generation % 1000):\(page.number)"
-            case .refreshed(_, let generation, _): "R\(generation % 1000)"
-            case .end: "end"
-            case .unsubscribed: "unsub"
-            case .upstreamFailing: "fail"
-            }
-        }.joined(separator: " ")
-    }
-
     mutating func check(_ log: EventLog, instance: Int, context: String) {
-        let events = log.events
         let start = seen[ObjectIdentifier(log), default: 0]
-        seen[ObjectIdentifier(log)] = events.count
-        var expected = 1
-        var generation: Int?
-        let answers = log.subscriptions
-        for (index, event) in events.enumerated() {
-            // A subscription (a consumer's resumes after its cursor) starts where it was told.
-            if let subscribed = answers.last(where: { $0.before == index })?.subscribed {
-                generation = subscribed.generation
-                expected = subscribed.after + 1
-            }
-            switch event {
-            case .refreshed(_, let newGeneration, _):
-                generation = newGeneration
-                expected = 1
-            case .unsubscribed:
-                // Taken over: the reader's next `next` subscribes it anew, after page 0.
-                generation = nil
-                expected = 1
-            case .page(let page, _):
-                let described = PageDescription(page)
-                if let generation {
-                    #expect(described.generation == generation, "\(context): a page of another generation in \(Self.summary(events))")
-                }
-                generation = described.generation
-                #expect(described.number == expected, "\(context): page \(described.number), expected \(expected)")
-                expected = described.number + 1
-                let holdsItsOwn = described.items.allSatisfy { $0.split(separator: ":").last?.hasPrefix("\(described.number)-") == true }
-                #expect(holdsItsOwn, "\(context): page \(described.number) holds \(described.items)")
-                guard index >= start else { continue }
-                // A fleet's address holds one page for good; a local generation's pages may be
-                // fetched again (the source reproduces them), but always of its own seed.
-                let local = described.generation > StoredFeed.maximumGeneration
-                let key = local ? "\(instance)/\(described.generation)" : "\(described.generation)/\(described.number)"
-                let value = local ? described.items.map { String($0.prefix { $0 != ":" }) } : described.items
-                if let first = items[key] {
-                    #expect(local ? Set(value).isSubset(of: first) : first == value, "\(context): \(key) was served as \(first) and as \(value)")
-                } else {
-                    items[key] = local ? Array(Set(value)) : value
-                }
-            default:
-                break
+        seen[ObjectIdentifier(log)] = log.events.count
+        expectInOrder(log, context: context) { page, index in
+            let holdsItsOwn = page.items.allSatisfy { $0.split(separator: ":").last?.hasPrefix("\(page.number)-") == true }
+            #expect(holdsItsOwn, "\(context): page \(page.number) holds \(page.items)")
+            guard index >= start else { return }
+            // A fleet's address holds one page for good; a local generation's pages may be
+            // fetched again (the source reproduces them), but always of its own seed.
+            let local = page.generation > StoredFeed.maximumGeneration
+            let key = local ? "\(instance)/\(page.generation)" : "\(page.generation)/\(page.number)"
+            let value = local ? page.items.map { String($0.prefix { $0 != ":" }) } : page.items
+            if let first = items[key] {
+                #expect(local ? Set(value).isSubset(of: first) : first == value, "\(context): \(key) was served as \(first) and as \(value)")
+            } else {
+                items[key] = local ? Array(Set(value)) : value
             }
         }
     }

@@ -87,25 +87,8 @@ import Testing
         let context = "seed \(seed) after \(steps.suffix(8).joined(separator: ", "))"
         #expect(world.script.overlaps.isEmpty, "\(context): \(world.script.overlaps)")
         for (index, reader) in readers.enumerated() {
-            var generation: Int?
-            var expected = 1
-            for event in reader.log.events {
-                switch event {
-                case .refreshed(_, let newGeneration, _):
-                    generation = newGeneration
-                    expected = 1
-                case .page(let page, _):
-                    let described = PageDescription(page)
-                    if let generation {
-                        #expect(described.generation == generation, "\(context): reader \(index) got a page of another generation")
-                    }
-                    generation = described.generation
-                    #expect(described.number == expected, "\(context): reader \(index) got page \(described.number), expected \(expected)")
-                    #expect(described.firstItem == "\(described.number)-1", "\(context): page \(described.number) holds \(described.firstItem)")
-                    expected = described.number + 1
-                default:
-                    break
-                }
+            expectInOrder(reader.log, context: "\(context), reader \(index)") { page, _ in
+                #expect(page.firstItem == "\(page.number)-1", "\(context): page \(page.number) holds \(page.firstItem)")
             }
         }
     }

@@ -1,4 +1,5 @@
 import FeedKit
+import Testing
 
 @testable import FeedEngine
 
@@ -244,12 +245,17 @@ struct PageDescription: Equatable {
 
 /// A client stand-in that records every event in order.
 @MainActor
-final class EventLog: ClientSink {
+final class EventLog: ClientHandle {
+    let clientID: ClientID
     private(set) var events: [ClientEvent] = []
     /// What the service answered with an error, in order.
     private(set) var failures: [ServiceError] = []
     /// Each `subscribed` answer, with the number of events that came before it.
     private(set) var subscriptions: [(before: Int, subscribed: Subscribed)] = []
+    init(clientID: ClientID) {
+        self.clientID = clientID
+    }
+
     var canTakePage: Bool { true }
 
     func receive(_ event: ClientEvent) {
@@ -279,9 +285,10 @@ final class EventLog: ClientSink {
 @MainActor
 struct Reader {
     let service: FeedService
-    let client: ClientHandle
     let feed: String
     let log: EventLog
+    /// The client, whose sink is its log.
+    var client: EventLog { log }
 
     /// Asks for `count` pages; a failure goes to the log.
     func next(_ count: Int = 1, replyTo: ReplyTag? = nil) {
@@ -310,15 +317,14 @@ extension FeedService {
     /// Subscribes a new client to `feed` and returns it once subscribed (the answer of a durable
     /// start comes later: it is recorded in the log then).
     func reader(of feed: String, consumer: String? = nil, after: Int? = nil, follows: Bool = false) -> Reader {
-        let log = EventLog()
-        let client = connect(log)
-        subscribe(client, to: feed, consumer: consumer, after: after, follow: follows) { result in
+        let log = EventLog(clientID: connect())
+        subscribe(log, to: feed, consumer: consumer, after: after, follow: follows) { result in
             switch result {
             case .success(let subscribed): log.subscribed(subscribed)
             case .failure(let error): log.failed(error)
             }
         }
-        return Reader(service: self, client: client, feed: feed, log: log)
+        return Reader(service: self, feed: feed, log: log)
     }
 }
 
@@ -335,5 +341,40 @@ func settle(_ signature: () -> String) async {
         let now = signature()
         quietRounds = now == last ? quietRounds + 1 : 0
         last = now
+    }
+}
+
+/// Checks a reader's events against SPEC §5's promise: within a generation, pages after where the
+/// subscription started (1 after a `refreshed`), each once, none skipped; a subscription taken over
+/// may start anew. Calls `visit` with each page and the index of its event.
+@MainActor
+func expectInOrder(_ log: EventLog, context: String, visit: (PageDescription, Int) -> Void = { _, _ in }) {
+    var expected = 1
+    var generation: Int?
+    let answers = log.subscriptions
+    for (index, event) in log.events.enumerated() {
+        // A subscription (a consumer's resumes after its cursor) starts where it was told.
+        if let subscribed = answers.last(where: { $0.before == index })?.subscribed {
+            generation = subscribed.generation
+            expected = subscribed.after + 1
+        }
+        switch event {
+        case .refreshed(_, let newGeneration, _):
+            generation = newGeneration
+            expected = 1
+        case .unsubscribed:
+            // Taken over: the reader's next `next` subscribes it anew, after page 0.
+            generation = nil
+            expected = 1
+        case .page(let page, _):
+            let described = PageDescription(page)
+            if let generation { #expect(described.generation == generation, "\(context): a page of another generation") }
+            generation = described.generation
+            #expect(described.number == expected, "\(context): page \(described.number), expected \(expected)")
+            expected = described.number + 1
+            visit(described, index)
+        default:
+            break
+        }
     }
 }

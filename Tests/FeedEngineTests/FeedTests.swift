@@ -86,9 +86,10 @@ final class CountingEncoder: PageEncoder {
 /// A connection stand-in: keeps the pages it is given and how they were flushed, and holds at
 /// most `window` unflushed pages, as a connection does.
 @MainActor
-final class RecordingOutput: ClientSink {
+final class RecordingOutput: ClientHandle {
     private let window: Int
-    private var client: ClientHandle?
+    private(set) var clientID = ClientID(value: 0)
+    private var isConnected = false
     private(set) var pages: [Page] = []
     private(set) var replies: [ReplyTag?] = []
     private(set) var pagesPerFlush: [Int] = []
@@ -102,19 +103,19 @@ final class RecordingOutput: ClientSink {
     var canTakePage: Bool { unflushed < window }
 
     func subscribe(to service: FeedService, follows: Bool = false) {
-        let client = handle(on: service)
-        service.subscribe(client, to: "numbers", follow: follows) { _ in }
+        connect(to: service)
+        service.subscribe(self, to: "numbers", follow: follows) { _ in }
     }
 
     func next(_ count: Int, of service: FeedService, replyTo: ReplyTag? = nil) {
-        service.next(handle(on: service), feed: "numbers", count: count, replyTo: replyTo) { _ in }
+        connect(to: service)
+        service.next(self, feed: "numbers", count: count, replyTo: replyTo) { _ in }
     }
 
-    private func handle(on service: FeedService) -> ClientHandle {
-        if let client { return client }
-        let client = service.connect(self)
-        self.client = client
-        return client
+    private func connect(to service: FeedService) {
+        guard !isConnected else { return }
+        clientID = service.connect()
+        isConnected = true
     }
 
     func receive(_ event: ClientEvent) {

@@ -103,9 +103,14 @@ import FeedState
     }
 
     @Test func local_generations_are_numbered_past_every_generation_a_fleet_uses() {
-        #expect(FleetMembership.localGeneration(1) == StoredFeed.maximumGeneration + 1)
-        #expect(FleetMembership.localGeneration(0) == FleetMembership.localGeneration(1))
-        #expect(FleetMembership.localGeneration(.max) == 2 * StoredFeed.maximumGeneration, "no overflow, whatever the store holds")
+        let now = 1_800_000_000_000
+        let first = FleetMembership.localGeneration(after: 0, millisecondsSinceEpoch: now)
+        #expect(first == StoredFeed.maximumGeneration + now)
+        #expect(FleetMembership.localGeneration(after: first, millisecondsSinceEpoch: now) == first + 1, "two in the same millisecond")
+        #expect(FleetMembership.localGeneration(after: first, millisecondsSinceEpoch: now - 60_000) == first + 1, "a clock set back reuses none")
+        #expect(FleetMembership.localGeneration(after: 0, millisecondsSinceEpoch: -5) == StoredFeed.maximumGeneration + 1)
+        #expect(FleetMembership.localGeneration(after: 0, millisecondsSinceEpoch: .max) == StoredFeed.maximumGeneration + (1 << 50), "no overflow")
+        #expect(FleetMembership.localGeneration(after: 0) > StoredFeed.maximumGeneration + 1_700_000_000_000, "the wall clock, in milliseconds")
     }
 }
 

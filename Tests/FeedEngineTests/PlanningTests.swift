@@ -16,7 +16,7 @@ import Testing
     func table(_ readers: [(position: Int, asks: Int)]) -> SubscriptionTable {
         var table = SubscriptionTable()
         for (index, reader) in readers.enumerated() {
-            var subscription = Subscription(client: ClientID(value: index), serial: index, sink: nil, consumer: nil, follows: false, after: reader.position)
+            let subscription = Subscription(client: ClientID(value: index), sink: nil, consumer: nil, follows: false, after: reader.position)
             if reader.asks > 0 { subscription.ask(reader.asks, replyTo: nil) }
             _ = table.add(subscription)
         }
@@ -48,7 +48,7 @@ import Testing
         let moved = subscriptions.all.first!
         #expect(planner.canSkip(after: moved, look: look, demand: demand, cache: cache, paging: paging()))
         #expect(!planner.canSkip(after: moved, look: FetchPlanner.Look(callID: 2, generation: 1, subscriptionCount: 2), demand: demand, cache: cache, paging: paging()))
-        var ahead = moved
+        let ahead = Subscription(client: moved.client, sink: nil, consumer: nil, follows: false, after: 0)
         ahead.ask(1, replyTo: nil)
         _ = ahead.deliver(page(1))
         #expect(!planner.canSkip(after: ahead, look: look, demand: demand, cache: cache, paging: paging()), "its own missing page counts")

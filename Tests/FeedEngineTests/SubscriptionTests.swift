@@ -14,11 +14,11 @@ import Testing
     }
 
     func reader(after: Int? = 0, follows: Bool = false, consumer: String? = nil) -> Subscription {
-        Subscription(client: client, serial: 1, sink: nil, consumer: consumer, follows: follows, after: after)
+        Subscription(client: client, sink: nil, consumer: consumer, follows: follows, after: after)
     }
 
     @Test func a_reader_wants_pages_only_while_a_next_waits_and_each_page_answers_the_oldest() {
-        var subscription = reader()
+        let subscription = reader()
         #expect(!subscription.wantsPage && subscription.awaitedPage == nil)
         #expect(subscription.wantedPages(prefetch: 2, limit: 8) == 1...2, "prefetched while idle")
         subscription.ask(2, replyTo: ReplyTag([1]))
@@ -34,14 +34,14 @@ import Testing
     }
 
     @Test func past_the_end_every_next_is_answered_end_and_a_follower_is_told_once() {
-        var subscription = reader()
+        let subscription = reader()
         subscription.ask(1, replyTo: ReplyTag([1]))
         subscription.ask(1, replyTo: ReplyTag([2]))
         let ends = subscription.answerEnd(at: 0, feed: "f", feedEnded: false)
         #expect(ends.count == 2)
         #expect(!subscription.hasPendingRequests)
 
-        var follower = reader(follows: true)
+        let follower = reader(follows: true)
         #expect(follower.wantsPage)
         let forNow = follower.answerEnd(at: 4, feed: "f", feedEnded: false)
         #expect(forNow.isEmpty, "a live source's end for now is not told")
@@ -58,7 +58,7 @@ import Testing
     }
 
     @Test func a_starting_consumer_moves_nothing_and_keeps_its_nexts_for_after() {
-        var subscription = Subscription(client: client, serial: 1, sink: nil, consumer: "dora", follows: false, after: nil, requestedAfter: 7)
+        let subscription = Subscription(client: client, sink: nil, consumer: "dora", follows: false, after: nil, requestedAfter: 7)
         #expect(subscription.isStarting && subscription.startingAfter == .some(7))
         #expect(subscription.wantedPages(prefetch: 3, limit: 8) == nil, "nothing is fetched for it yet")
         let queued = subscription.queue(Subscription.QueuedNext(count: 2, replyTo: nil, answer: { _ in }))
@@ -73,14 +73,14 @@ import Testing
     }
 
     @Test func an_ack_moves_the_cursor_within_what_was_delivered_and_a_consumers_once_durable() {
-        var anonymous = reader()
+        let anonymous = reader()
         anonymous.ask(3, replyTo: nil)
         for number in 1...3 { _ = anonymous.deliver(page(number)) }
         let toStore = anonymous.acknowledge(through: 9, durably: true)
         #expect(toStore == nil, "moved at once")
         #expect(anonymous.cursor == 3, "never past the position")
 
-        var consumer = reader(consumer: "dora")
+        let consumer = reader(consumer: "dora")
         consumer.ask(3, replyTo: nil)
         for number in 1...3 { _ = consumer.deliver(page(number)) }
         let durable = consumer.acknowledge(through: 2, durably: true)
@@ -96,15 +96,15 @@ import Testing
 
     @Test func the_table_keeps_one_subscription_per_client_and_one_client_per_consumer() {
         var table = SubscriptionTable()
-        let first = Subscription(client: ClientID(value: 1), serial: 1, sink: nil, consumer: "dora", follows: false, after: 0)
+        let first = Subscription(client: ClientID(value: 1), sink: nil, consumer: "dora", follows: false, after: 0)
         let none = table.add(first).replaced
         #expect(none == nil)
-        let again = Subscription(client: ClientID(value: 1), serial: 2, sink: nil, consumer: nil, follows: false, after: 0)
+        let again = Subscription(client: ClientID(value: 1), sink: nil, consumer: nil, follows: false, after: 0)
         let replaced = table.add(again).replaced
-        #expect(replaced?.serial == 1, "subscribing again replaces")
+        #expect(replaced === first, "subscribing again replaces")
         #expect(table.connectedConsumers.isEmpty, "and its consumer is no longer read")
-        _ = table.add(Subscription(client: ClientID(value: 2), serial: 3, sink: nil, consumer: "dora", follows: false, after: 0))
-        let elsewhere = Subscription(client: ClientID(value: 3), serial: 4, sink: nil, consumer: "dora", follows: false, after: 0)
+        _ = table.add(Subscription(client: ClientID(value: 2), sink: nil, consumer: "dora", follows: false, after: 0))
+        let elsewhere = Subscription(client: ClientID(value: 3), sink: nil, consumer: "dora", follows: false, after: 0)
         let takenOver = table.add(elsewhere).takenOver
         #expect(takenOver?.client == ClientID(value: 2), "a second client takes the consumer over")
         #expect(table.count == 2 && table.connectedConsumers == ["dora": 0])

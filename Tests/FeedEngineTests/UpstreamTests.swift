@@ -157,14 +157,14 @@ final class ScriptedWorld {
         world.apply()
         await world.settle()
         #expect(world.feed === feed && feed.generation == 1 && feed.settings.timeout == .seconds(3))
-        #expect(feed.subscriptions[subscription.client.id]?.position == 2)
+        #expect(feed.subscriptions[subscription.client.clientID]?.position == 2)
         #expect(!log.events.contains { if case .refreshed = $0 { true } else { false } })
         #expect(feed.cachedPages == 3, "the cache stays too")
 
         world.settings.options = ["v": 2]
         world.apply()
         await world.settle()
-        #expect(world.feed !== feed && world.feed.generation == 2 && world.feed.subscriptions[subscription.client.id] != nil)
+        #expect(world.feed !== feed && world.feed.generation == 2 && world.feed.subscriptions[subscription.client.clientID] != nil)
         #expect(log.events.contains { if case .refreshed(_, 2, _) = $0 { true } else { false } }, "a change to the pages starts a generation")
     }
 

@@ -78,20 +78,20 @@ import TestSupport
         #expect(after == before, "state.db and state.db-wal are as they were")
     }
 
-    /// A 64 MiB page body: the old repair held it whole, twice (the row, then its bound copy);
+    /// A 24 MiB page body: the old repair held it whole, twice (the row, then its bound copy);
     /// now it is copied 64 KiB at a time.
     @Test func test_repair_copies_a_large_page_body_in_bounded_memory() async throws {
         let fixture = try StoreFixture()
-        let options = StateStore.Options(pageBodyBudget: 128 << 20)
+        let options = StateStore.Options(pageBodyBudget: 64 << 20)
         let store = try fixture.open(options: options)
         try await store.startGeneration(feed: "f", generation: 1, fingerprint: "shape-1", seed: nil)
-        var body = [UInt8](repeating: 7, count: 64 << 20)
+        var body = [UInt8](repeating: 7, count: 24 << 20)
         for offset in stride(from: 0, to: body.count, by: 4093) { body[offset] = UInt8(truncatingIfNeeded: offset >> 12) }
         try await store.recordPage(feed: "f", generation: 1, page: 1, token: "t", body: body)
         store.close()
 
         let growth = try Self.peakGrowth { _ = try StateMaintenance.repair(directory: fixture.directory) }
-        #expect(growth < 24 << 20, "repair took \(growth >> 20) MiB more at its peak")
+        #expect(growth < 12 << 20, "repair took \(growth >> 20) MiB more at its peak")
         let repaired = try fixture.open(options: options)
         #expect(try await repaired.pageBody(feed: "f", generation: 1, page: 1) == body)
     }

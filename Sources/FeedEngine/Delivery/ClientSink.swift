@@ -1,25 +1,21 @@
 import FeedKit
 
 /// Who a front serves: one socket connection, one HTTP request or event stream, one member read
-/// of a `merge` feed. ``FeedService/connect(_:)`` makes one.
+/// of a `merge` feed. ``FeedService/connect()`` gives each a new one.
 public struct ClientID: Hashable, Sendable, CustomStringConvertible {
     let value: Int
 
     public var description: String { "client \(value)" }
 }
 
-/// A client as the engine knows it: its id, and where its events go. A front keeps the handle for
-/// as long as the client is connected and passes it to every ``FeedService`` call.
-public struct ClientHandle: Sendable {
-    /// The client's id, unique for the daemon's life.
-    public let id: ClientID
-    /// Weak: the front owns its sinks, and a sink that is gone is simply not told anything more.
-    weak var sink: (any ClientSink)?
-
-    init(id: ClientID, sink: any ClientSink) {
-        self.id = id
-        self.sink = sink
-    }
+/// A client as the engine knows it: its id (from ``FeedService/connect()``, kept for its life),
+/// and the sink its events go to, which is the client itself. A front passes it to every
+/// ``FeedService`` call and ends it with ``FeedService/disconnect(_:)``; the engine holds it only
+/// weakly, so a client a front let go is simply told nothing more.
+@MainActor
+public protocol ClientHandle: ClientSink {
+    /// The id ``FeedService/connect()`` gave this client.
+    var clientID: ClientID { get }
 }
 
 /// A front's own token for a request (a socket request's `id`), handed back untouched with the

@@ -4,17 +4,19 @@ import FeedKit
 ///
 /// Its reading state is one value of ``State``, so no combination of flags can disagree: a
 /// consumer being confirmed moves nothing, a reader asks, a follower is pushed pages, a follower
-/// at the end of a finite feed is told so once. Only its feed changes it, through the mutating
-/// methods below; each returns what the client is to be told, and the feed tells it once the
-/// change is made (never while the table is being changed, since a client told something may act).
-struct Subscription {
+/// at the end of a finite feed is told so once. Only its feed changes it, through the methods
+/// below; each returns what the client is to be told, and the feed tells it once the change is
+/// made. The feed's ``SubscriptionTable`` holds the only reference: a class, so that visiting a
+/// thousand subscriptions for a page costs a thousand references, not a thousand copies.
+final class Subscription {
     let client: ClientID
-    /// Tells this subscription from a later one of the same client, for answers that come late.
-    let serial: Int
-    weak var sink: (any ClientSink)?
+    private(set) weak var sink: (any ClientSink)?
     let consumer: String?
     let follows: Bool
     private(set) var state: State
+    /// Set once its table let it go (unsubscribed, replaced, taken over, its feed closed): what
+    /// is under way for it stops.
+    var isEnded = false
 
     enum State {
         /// A consumer whose starting point is being made durable (or read from the fleet): no
@@ -58,17 +60,16 @@ struct Subscription {
     struct QueuedNext {
         let count: Int
         let replyTo: ReplyTag?
-        let answer: (Result<Void, ServiceError>) -> Void
+        let answer: (Result<Subscribed?, ServiceError>) -> Void
     }
 
     /// A subscription after `after`, or, without one, starting: its start is being confirmed and
     /// `announce` is told when it is.
     init(
-        client: ClientID, serial: Int, sink: (any ClientSink)?, consumer: String?, follows: Bool, after: Int?,
-        requestedAfter: Int? = nil, announce: @escaping (Result<Subscribed, ServiceError>) -> Void = { _ in }
+        client: ClientID, sink: (any ClientSink)?, consumer: String?, follows: Bool, after: Int?, requestedAfter: Int? = nil,
+        announce: @escaping (Result<Subscribed, ServiceError>) -> Void = { _ in }
     ) {
         self.client = client
-        self.serial = serial
         self.sink = sink
         self.consumer = consumer
         self.follows = follows
@@ -133,7 +134,7 @@ struct Subscription {
     // MARK: Changes
 
     /// Keeps a `next` that came while starting; false once started (it is asked at once then).
-    mutating func queue(_ next: QueuedNext) -> Bool {
+    func queue(_ next: QueuedNext) -> Bool {
         guard case .starting(var start) = state else { return false }
         start.queued.append(next)
         state = .starting(start)
@@ -142,7 +143,7 @@ struct Subscription {
 
     /// The starting point is durable: reading starts after `after`. Returns the answers that
     /// waited: the `subscribe`'s, then the `next`s' to be asked now in order.
-    mutating func confirm(after: Int) -> Start? {
+    func confirm(after: Int) -> Start? {
         guard case .starting(let start) = state else { return nil }
         let position = PageNumber.clamped(after)
         state = rest(at: Place(position: position, cursor: position))
@@ -159,11 +160,18 @@ struct Subscription {
         if case .starting = state { true } else { false }
     }
 
+    /// The `next`s waiting, taken out of the state (left idle at the same place) so that changing
+    /// them copies nothing; nil if none wait.
+    private func takeNexts() -> Nexts? {
+        guard case .asking(let place, let nexts) = state else { return nil }
+        state = .idle(place)
+        return nexts
+    }
+
     /// Asks for `count` more pages.
-    mutating func ask(_ count: Int, replyTo: ReplyTag?) {
+    func ask(_ count: Int, replyTo: ReplyTag?) {
         guard let place else { return }
-        var nexts = Nexts()
-        if case .asking(_, let waiting) = state { nexts = waiting }
+        var nexts = takeNexts() ?? Nexts()
         if case .followedToEnd = state { nexts.afterEnd = true }
         let count = min(max(count, 1), PageNumber.maximum)
         nexts.waiting.append((count, replyTo))
@@ -172,12 +180,12 @@ struct Subscription {
     }
 
     /// Hands over `page`, the one after the position, counting it against the oldest `next`.
-    mutating func deliver(_ page: Page) -> ClientEvent {
+    func deliver(_ page: Page) -> ClientEvent {
         guard var place = place else { preconditionFailure("a starting subscription is sent nothing") }
         precondition(page.number == place.position + 1, "pages reach a subscription in order")
         place.position = page.number
         var replyTo: ReplyTag?
-        if case .asking(_, var nexts) = state {
+        if var nexts = takeNexts() {
             replyTo = nexts.waiting[0].replyTo
             nexts.waiting[0].remaining -= 1
             nexts.owed -= 1
@@ -191,7 +199,7 @@ struct Subscription {
 
     /// No page follows `page` (for good, or for now on a live source): every outstanding `next`
     /// is answered `end`; a follower hears it once, when the feed has ended for good.
-    mutating func answerEnd(at page: Int, feed: String, feedEnded: Bool) -> [ClientEvent] {
+    func answerEnd(at page: Int, feed: String, feedEnded: Bool) -> [ClientEvent] {
         guard let place else { return [] }
         var events: [ClientEvent] = []
         if case .asking(_, let nexts) = state {
@@ -207,7 +215,7 @@ struct Subscription {
 
     /// Puts it at page 0 of a new generation; outstanding `next`s carry on there. Returns what to
     /// tell the client (nothing while starting: its `subscribed` will name the new generation).
-    mutating func restart(feed: String, generation: Int, replyTo: ReplyTag?) -> ClientEvent? {
+    func restart(feed: String, generation: Int, replyTo: ReplyTag?) -> ClientEvent? {
         let start = Place(position: 0, cursor: 0)
         switch state {
         case .starting: return nil
@@ -220,7 +228,7 @@ struct Subscription {
     /// Marks pages up to `page` consumed (never beyond what was delivered). Returns the cursor a
     /// consumer must make durable first (see ``acknowledged(_:)``), or nil when nothing is to be
     /// stored (an anonymous subscriber's cursor, or any where cursors are kept nowhere, moves at once).
-    mutating func acknowledge(through page: Int, durably: Bool) -> Int? {
+    func acknowledge(through page: Int, durably: Bool) -> Int? {
         guard let place else { return nil }
         let cursor = max(place.cursor, min(page, place.position))
         guard cursor != place.cursor else { return nil }
@@ -230,7 +238,7 @@ struct Subscription {
     }
 
     /// `cursor` is durable: it is the cursor now, unless it moved further meanwhile.
-    mutating func acknowledged(_ cursor: Int) {
+    func acknowledged(_ cursor: Int) {
         guard var place else { return }
         place.cursor = max(place.cursor, min(cursor, place.position))
         switch state {
@@ -244,7 +252,7 @@ struct Subscription {
 
     /// Drops every request: returns the answers still waiting on a starting subscription, and
     /// the tags of the `next`s left unanswered.
-    mutating func dropRequests() -> (start: Start?, unanswered: [ReplyTag?]) {
+    func dropRequests() -> (start: Start?, unanswered: [ReplyTag?]) {
         switch state {
         case .starting(let start):
             state = .starting(Start(after: start.after, announce: { _ in }))

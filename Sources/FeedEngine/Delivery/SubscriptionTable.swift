@@ -15,11 +15,10 @@ struct SubscriptionTable {
 
     subscript(client: ClientID) -> Subscription? { entries[client] }
 
-    /// Changes `client`'s subscription in place, if it has one; returns what `change` returned.
+    /// Changes `client`'s subscription, if it has one; returns what `change` returned.
     @discardableResult
-    mutating func update<Value>(_ client: ClientID, _ change: (inout Subscription) -> Value) -> Value? {
-        guard entries[client] != nil else { return nil }
-        return change(&entries[client]!)
+    func update<Value>(_ client: ClientID, _ change: (Subscription) -> Value) -> Value? {
+        entries[client].map(change)
     }
 
     /// Adds `subscription`. Returns the subscription it replaces (the same client's) and the one
@@ -36,6 +35,7 @@ struct SubscriptionTable {
     mutating func remove(_ client: ClientID) -> Subscription? {
         guard let removed = entries.removeValue(forKey: client) else { return nil }
         if let consumer = removed.consumer, consumers[consumer] == client { consumers[consumer] = nil }
+        removed.isEnded = true
         return removed
     }
 
@@ -50,15 +50,14 @@ struct SubscriptionTable {
             entries = [:]
             consumers = [:]
         }
-        return Array(entries.values)
+        let removed = Array(entries.values)
+        for subscription in removed { subscription.isEnded = true }
+        return removed
     }
 
     /// Changes every subscription; returns each one's client and what `change` returned.
-    mutating func updateAll<Value>(_ change: (inout Subscription) -> Value) -> [(client: ClientID, value: Value)] {
-        var results: [(ClientID, Value)] = []
-        results.reserveCapacity(entries.count)
-        for client in Array(entries.keys) { results.append((client, change(&entries[client]!))) }
-        return results
+    func updateAll<Value>(_ change: (Subscription) -> Value) -> [(client: ClientID, value: Value)] {
+        entries.map { ($0.key, change($0.value)) }
     }
 
     /// The consumers read here, each with its cursor.

@@ -45,6 +45,11 @@ final class CursorLedger {
         if case .nowhere = home { false } else { true }
     }
 
+    /// Whether the cursors are this instance's state directory's (whose page records they need).
+    var recordsLocally: Bool {
+        if case .local = home { true } else { false }
+    }
+
     // MARK: Reading
 
     /// `consumer`'s cursor in the state directory for `generation` (0 if stored for another).

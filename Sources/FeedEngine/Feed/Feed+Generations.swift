@@ -64,6 +64,7 @@ extension Feed {
         _ = upstream.abandon(now: clock.now, timeout: settings.timeout)
         watchDeadlines()
         paging = GenerationPaging(number: number, addressing: adapter.pageAddressing, wraps: settings.wrap, seed: seed)
+        if number > StoredFeed.maximumGeneration { lastLocalGeneration = max(lastLocalGeneration, number) }
         if !membership.isShared { requestedGeneration = max(requestedGeneration, number) }
         cache.removeAll()
         upstream.recovered()
@@ -153,13 +154,10 @@ extension Feed {
     }
 
     /// Starts a new local generation of a shared feed (see ``FleetMembership``): numbered past the
-    /// fleet's, and stored, so none is ever reused after a restart either.
+    /// fleet's, and after every local one before.
     private func startLocalGeneration() {
-        localGeneration = min(max(localGeneration, storedPages.generation) + 1, StoredFeed.maximumGeneration)
-        let seed = GenerationPaging.randomSeed()
-        storedPages.adopt(localGeneration, seed: seed, fingerprint: settings.contentFingerprint)
-        storedPages.storeGenerationSoon()
-        enterGeneration(FleetMembership.localGeneration(localGeneration), seed: seed)
+        let number = FleetMembership.localGeneration(after: lastLocalGeneration)
+        enterGeneration(number, seed: GenerationPaging.randomSeed())
     }
 
     // MARK: Reloads and the end
@@ -213,7 +211,8 @@ extension Feed {
     /// Takes over the subscriptions of the feed this one replaces after a reload changed what its
     /// pages contain (or, in a fleet, its sharing): they start over at page 0 of a new generation
     /// and are told so; consumers still starting are confirmed here.
-    func adopt(_ table: SubscriptionTable, after oldGeneration: Int) {
+    func adopt(_ table: SubscriptionTable, after oldGeneration: Int, from predecessor: Feed) {
+        predecessor.successor = self
         // A feed made after a change to its pages already follows the stored generation.
         if case .solo = membership, generation <= oldGeneration {
             let number = min(oldGeneration + 1, StoredFeed.maximumGeneration)
@@ -223,10 +222,16 @@ extension Feed {
             paging = GenerationPaging(number: number, addressing: adapter.pageAddressing, wraps: settings.wrap, seed: seed)
             requestedGeneration = max(requestedGeneration, number)
         }
+        // A shared feed made in the same millisecond as its predecessor's local generation: after it.
+        if generation > StoredFeed.maximumGeneration, generation <= predecessor.lastLocalGeneration {
+            let number = FleetMembership.localGeneration(after: predecessor.lastLocalGeneration)
+            paging = GenerationPaging(number: number, addressing: adapter.pageAddressing, wraps: settings.wrap, seed: paging.seed)
+        }
+        lastLocalGeneration = max(lastLocalGeneration, predecessor.lastLocalGeneration)
         subscriptions = table
         for subscription in table.all {
             if let after = subscription.startingAfter, let consumer = subscription.consumer {
-                confirmStart(of: subscription.client, serial: subscription.serial, consumer: consumer, after: after)
+                confirmStart(of: subscription, consumer: consumer, after: after)
             }
         }
         enterGeneration(generation, seed: paging.seed)

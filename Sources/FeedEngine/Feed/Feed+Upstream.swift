@@ -7,7 +7,7 @@ extension Feed {
     var demand: FetchPlanner.Demand { FetchPlanner.Demand(prefetch: settings.prefetch, cachePages: settings.cachePages) }
     var cacheLimits: PageCache.Limits { PageCache.Limits(pages: settings.cachePages, bytes: settings.cacheBytes) }
     var currentLook: FetchPlanner.Look {
-        FetchPlanner.Look(callID: upstream.call?.id ?? -1, generation: generation, subscriptionCount: subscriptions.count)
+        FetchPlanner.Look(callID: upstream.callID ?? -1, generation: generation, subscriptionCount: subscriptions.count)
     }
 
     func isWanted(_ number: Int) -> Bool { FetchPlanner.isWanted(number, by: subscriptions, demand: demand) }

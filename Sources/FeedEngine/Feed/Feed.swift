@@ -49,11 +49,12 @@ public final class Feed {
     var deadlineWatch: (id: Int, task: Task<Void, Never>)?
     /// The highest generation asked of the store, so refreshes in a row each get a new one.
     var requestedGeneration: Int
-    /// The store's number of the local generation a shared feed serves alone (see ``FleetMembership``).
-    var localGeneration: Int
+    /// The last local generation the feed served (0: none), so the next is numbered after it.
+    var lastLocalGeneration = 0
     /// Set while the feed starts a new generation because a page's stored items were lost.
     var isStartingOver = false
-    var lastSerial = 0
+    /// The feed that took this one's subscriptions over at a reload, for answers still on their way.
+    weak var successor: Feed?
 
     /// How the upstream is doing, for `status` and systemd's STATUS line.
     public internal(set) var health: FeedHealth = .ok
@@ -78,16 +79,17 @@ public final class Feed {
         upstream = UpstreamMachine(retryPolicy: retryPolicy)
         let start = GenerationStart(stored: store?.feed(settings.name), definition: definition, shared: shared)
         paging = start.paging
-        localGeneration = start.local
-        requestedGeneration = start.local
+        requestedGeneration = start.stored
+        if start.paging.number > StoredFeed.maximumGeneration { lastLocalGeneration = start.paging.number }
         membership = shared ? .joining(FleetMembership.Attempt()) : .solo
         storedPages = StoredPages(
-            feed: settings.name, store: store, generation: start.local, seed: paging.seed, fingerprint: settings.contentFingerprint, logger: self.logger)
+            feed: settings.name, store: store, generation: start.stored, seed: start.storedSeed, fingerprint: settings.contentFingerprint,
+            logger: self.logger)
         ledger = CursorLedger(feed: settings.name, home: .nowhere, pages: storedPages, logger: self.logger)
         storedPages.token = { [unowned self] page in paging.token(returnedBy: page) }
         ledger.home = cursorHome
         if start.continues {
-            self.logger.info("continuing generation \(paging.number) (\(storedPages.confirmed) pages stored)")
+            self.logger.info("continuing generation \(start.stored) (\(storedPages.confirmed) pages stored)")
         } else {
             storedPages.storeGenerationSoon()
         }
@@ -125,10 +127,13 @@ public final class Feed {
         switch input {
         case .subscribe(let client, let consumer, let after, let follows, let answer):
             subscribe(client, consumer: consumer, after: after, follows: follows, answer: answer)
-        case .next(let client, let count, let replyTo, let answer):
-            next(client, count: count, replyTo: replyTo, answer: answer)
+        case .next(let client, let count, let replyTo, let subscribed, let answer):
+            next(client, count: count, replyTo: replyTo, subscribed: subscribed, answer: answer)
         case .acknowledge(let client, let page, let answer):
-            acknowledge(client, through: page) { [name] result in
+            guard let subscription = subscriptions[client] else {
+                return answer(.failure(ServiceError(.badRequest, "not subscribed to \"\(name)\"; subscribe or next first", feed: name)))
+            }
+            acknowledge(subscription, through: page) { [name] result in
                 answer(result.mapError { .storeFailed("the cursor could not be stored", $0, feed: name) })
             }
         case .unsubscribe(let client):
@@ -161,7 +166,7 @@ public final class Feed {
     func pagesArrived(_ arriving: ArrivingPages, waking: Bool = true) {
         switch arriving {
         case .call(let id, let pages, let fromStore):
-            guard !pages.isEmpty, let call = upstream.call, call.id == id else { return }
+            guard !pages.isEmpty, upstream.callID == id, let call = upstream.call else { return }
             let step = call.work.step
             for fetched in pages {
                 // Only the run's first page can have been asked for by its number alone.
@@ -196,28 +201,38 @@ public final class Feed {
 /// Where a feed's generation starts when the feed is made: the stored one goes on while what
 /// shapes its pages is the same (SPEC §3), with its seed and the token of every page stored, so
 /// resuming at page N costs at most one request; otherwise a new one starts, its consumers at 0.
-/// A shared feed starts a new local generation: what it served alone before was not kept.
+/// A shared feed keeps the stored one for the day it is served as this instance's own, and
+/// serves a new local generation until it joins (see ``FleetMembership``).
 private struct GenerationStart {
+    /// What the feed serves.
     let paging: GenerationPaging
-    /// The store's number of the generation (for a shared feed, of its local generation).
-    let local: Int
+    /// The store's generation of the feed, and its seed.
+    let stored: Int
+    let storedSeed: String
+    /// Whether the stored generation goes on (else it is to be written).
     let continues: Bool
 
     init(stored: StoredFeed?, definition: FeedDefinition, shared: Bool) {
         let settings = definition.settings
         let (addressing, wraps) = (definition.adapter.pageAddressing, settings.wrap)
         let storedNumber = stored.map { min(max($0.generation, 0), StoredFeed.maximumGeneration) } ?? 0
-        if !shared, let stored, stored.fingerprint == settings.contentFingerprint {
-            paging = GenerationPaging(
+        let storedPaging: GenerationPaging
+        if let stored, stored.fingerprint == settings.contentFingerprint {
+            storedPaging = GenerationPaging(
                 number: storedNumber, addressing: addressing, wraps: wraps, seed: stored.seed ?? GenerationPaging.randomSeed(),
                 storedTokens: stored.tokensToPageOnWith)
-            local = storedNumber
             continues = true
+        } else {
+            storedPaging = GenerationPaging(number: min(storedNumber + 1, StoredFeed.maximumGeneration), addressing: addressing, wraps: wraps)
+            continues = false
+        }
+        self.stored = storedPaging.number
+        storedSeed = storedPaging.seed
+        guard shared else {
+            paging = storedPaging
             return
         }
-        local = min(storedNumber + 1, StoredFeed.maximumGeneration)
-        let number = shared ? FleetMembership.localGeneration(local) : local
-        paging = GenerationPaging(number: number, addressing: addressing, wraps: wraps)
-        continues = false
+        let local = FleetMembership.localGeneration(after: 0)
+        paging = GenerationPaging(number: local, addressing: addressing, wraps: wraps)
     }
 }

@@ -84,7 +84,7 @@ public final class FeedDirectory {
             if let existing {
                 let change = !sharingChanged ? "changed" : definition.settings.shared ? "is now shared with the fleet" : "is now served by this instance alone"
                 logger.with(LogFields(feed: name)).notice("feed \(name) \(change); its subscribers continue on a new generation")
-                feed.adopt(existing.retire(), after: existing.generation)
+                feed.adopt(existing.retire(), after: existing.generation, from: existing)
             } else {
                 logger.with(LogFields(feed: name)).info("feed \(name) (\(definition.settings.source)) ready")
             }

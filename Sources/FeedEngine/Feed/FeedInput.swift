@@ -9,9 +9,10 @@ enum FeedInput {
 
     /// Starts reading after `after` (a consumer: after its stored cursor if nil), or replaces
     /// the client's subscription; a consumer read elsewhere here is taken over.
-    case subscribe(ClientHandle, consumer: String?, after: Int?, follows: Bool, answer: (Result<Subscribed, ServiceError>) -> Void)
-    /// Asks for `count` more pages, once every page delivered before is acknowledged.
-    case next(ClientID, count: Int, replyTo: ReplyTag?, answer: (Result<Void, ServiceError>) -> Void)
+    case subscribe(any ClientHandle, consumer: String?, after: Int?, follows: Bool, answer: (Result<Subscribed, ServiceError>) -> Void)
+    /// Asks for `count` more pages, once every page delivered before is acknowledged; `subscribed`
+    /// (the subscription the service made for it, if it did) is what a success answers.
+    case next(ClientID, count: Int, replyTo: ReplyTag?, subscribed: Subscribed?, answer: (Result<Subscribed?, ServiceError>) -> Void)
     /// Marks pages up to `page` consumed; answers the cursor once durable.
     case acknowledge(ClientID, page: Int, answer: (Result<Int, ServiceError>) -> Void)
     case unsubscribe(ClientID)

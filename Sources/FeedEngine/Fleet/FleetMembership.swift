@@ -1,13 +1,16 @@
 import FeedKit
+import FeedState
+import Glibc
 
 /// Where a feed stands with the fleet of its daemon (SPEC §8), and the rule that joining never
 /// mixes generations.
 ///
 /// A shared feed serves alone while it has not joined (or cannot reach the fleet when a page must
 /// be fetched), and the pages it serves alone belong to a *local* generation, numbered past every
-/// generation a fleet uses (``localGeneration(_:)``): no (generation, page) it hands out alone is
-/// ever one of the fleet's, so no client sees two item lists under one address. When it joins,
-/// every subscriber gets `refreshed` into the fleet's generation (duplicates, never a gap).
+/// generation a fleet uses (``localGeneration(after:millisecondsSinceEpoch:)``): no (generation, page)
+/// it hands out alone is ever one of the fleet's, so no client sees two item lists under one
+/// address. When it joins, every subscriber gets `refreshed` into the fleet's generation
+/// (duplicates, never a gap).
 ///
 /// The feed owns the value and carries out the ``Action`` each change returns.
 enum FleetMembership {
@@ -60,9 +63,21 @@ enum FleetMembership {
         case serveAlone(Reason)
     }
 
-    /// The generation a shared feed serves alone, the `local`-th of this feed in this state
-    /// directory: past 2^40, the highest generation a fleet uses (see ``StoredFeed/maximumGeneration``).
-    static func localGeneration(_ local: Int) -> Int { (1 << 40) + min(max(local, 1), 1 << 40) }
+    /// The number of a new local generation of a shared feed whose last one was `previous` (0:
+    /// none): 2^40 plus the time it starts in milliseconds since 1970, so past 2^40, the highest
+    /// generation a fleet uses (``StoredFeed/maximumGeneration``), after the one before, and
+    /// reused by none after a restart, without anything stored (unless the clock was set back).
+    /// At most 2^40 + 2^50, well within the integers a JSON reader keeps exact (2^53).
+    static func localGeneration(after previous: Int, millisecondsSinceEpoch: Int) -> Int {
+        max(previous + 1, StoredFeed.maximumGeneration + min(max(millisecondsSinceEpoch, 1), 1 << 50))
+    }
+
+    /// ``localGeneration(after:millisecondsSinceEpoch:)`` now, by the wall clock.
+    static func localGeneration(after previous: Int) -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return localGeneration(after: previous, millisecondsSinceEpoch: now.tv_sec * 1000 + now.tv_nsec / 1_000_000)
+    }
 
     // MARK: Where it stands
 

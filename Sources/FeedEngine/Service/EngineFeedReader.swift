@@ -30,19 +30,22 @@ public final class EngineFeedReader: FeedReader {
 /// with the page, `none` when the feed has no such page (for good or for now), or an error when
 /// the feed starts a new generation, goes away, or does not deliver within the timeout.
 @MainActor
-private final class MemberPageRead: ClientSink {
+private final class MemberPageRead: ClientHandle {
     private let service: FeedService
     private let feed: String
     private let page: Int
     private let timeout: Duration
     private var continuation: CheckedContinuation<Result<FeedPage, SourceError>, Never>?
-    private var client: ClientHandle?
+    let clientID: ClientID
+    /// Set while the read is connected to the service.
+    private var isConnected = false
     /// The generation subscribed to, and what the feed's source last said while failing, for the timeout's message.
     private var generation = 0
     private var lastFailure: String?
 
     init(service: FeedService, feed: String, page: Int, timeout: Duration, continuation: CheckedContinuation<Result<FeedPage, SourceError>, Never>) {
         self.service = service
+        clientID = service.connect()
         self.feed = feed
         self.page = page
         self.timeout = timeout
@@ -52,19 +55,18 @@ private final class MemberPageRead: ClientSink {
     var canTakePage: Bool { true }
 
     func start() {
-        let client = service.connect(self)
-        self.client = client
+        isConnected = true
         let (feed, page, timeout) = (feed, page, timeout)
         Task {
             try? await Task.sleep(for: timeout)
             let reason = lastFailure.map { ": \($0)" } ?? ""
             finish(.failure(.transient("feed \(feed): page \(page) not ready within \(timeout.wholeMilliseconds) ms\(reason)")))
         }
-        service.subscribe(client, to: feed, after: page - 1) { [self] result in
+        service.subscribe(self, to: feed, after: page - 1) { [self] result in
             switch result {
             case .success(let subscribed):
                 generation = subscribed.generation
-                service.next(client, feed: feed) { [self] in if case .failure(let error) = $0 { finish(.failure(.transient(error.message))) } }
+                service.next(self, feed: feed) { [self] in if case .failure(let error) = $0 { finish(.failure(.transient(error.message))) } }
             case .failure(let error):
                 finish(.failure(.rejected(error.message)))
             }
@@ -92,8 +94,8 @@ private final class MemberPageRead: ClientSink {
     private func finish(_ result: Result<FeedPage, SourceError>) {
         guard let continuation else { return }
         self.continuation = nil
-        if let client { service.disconnect(client) }
-        client = nil
+        if isConnected { service.disconnect(self) }
+        isConnected = false
         continuation.resume(returning: result)
     }
 

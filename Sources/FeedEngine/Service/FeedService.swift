@@ -5,8 +5,9 @@ import FeedState
 /// `merge` adapter's member reads): the operations of the socket protocol (SPEC §5), for clients
 /// the front connects.
 ///
-/// A front connects each client with a ``ClientSink`` and gets a ``ClientHandle`` back, which it
-/// passes to every call and ends with ``disconnect(_:)``. Each operation answers through its
+/// A front gives each client an id from ``connect()``; the client object (a ``ClientHandle``:
+/// that id, and the ``ClientSink`` its events go to) is passed to every call, and ends with
+/// ``disconnect(_:)``. Each operation answers through its
 /// `answer` closure, on the main actor: a result, or a ``ServiceError`` whose ``ServiceError/Code``
 /// is the protocol's (`unknown_feed`, `bad_request`, `store_failed`, `shutting_down`). Everything
 /// else a client is told comes as ``ClientEvent``s to its sink: pages, `end`, `refreshed`,
@@ -14,7 +15,7 @@ import FeedState
 /// feed; another client took its consumer over).
 ///
 /// ```swift
-/// let client = service.connect(sink)
+/// let client = Client(id: service.connect())      // the front's ClientHandle
 /// service.subscribe(client, to: "users", consumer: "indexer") { result in … }   // Subscribed, or store_failed
 /// service.next(client, feed: "users", count: 2) { result in … }               // then 2 × .page, or .end
 /// service.acknowledge(client, feed: "users", through: 2) { result in … }      // the cursor, once durable
@@ -64,30 +65,30 @@ public final class FeedService {
 
     // MARK: Clients
 
-    /// A new client whose events go to `sink`.
-    public func connect(_ sink: any ClientSink) -> ClientHandle {
+    /// The id of a new client, which the front's ``ClientHandle`` keeps.
+    public func connect() -> ClientID {
         lastClient += 1
-        return ClientHandle(id: ClientID(value: lastClient), sink: sink)
+        return ClientID(value: lastClient)
     }
 
     /// Ends every subscription of `client`; what it asked for and was not answered is dropped.
-    public func disconnect(_ client: ClientHandle) {
-        for feed in directory.feeds.values { feed.handle(.unsubscribe(client.id)) }
+    public func disconnect(_ client: any ClientHandle) {
+        for feed in directory.feeds.values { feed.handle(.unsubscribe(client.clientID)) }
     }
 
     /// `client` can take pages again (its sink's ``ClientSink/canTakePage`` turned true).
-    public func resume(_ client: ClientHandle) {
-        for feed in directory.feeds.values { feed.handle(.resume(client.id)) }
+    public func resume(_ client: any ClientHandle) {
+        for feed in directory.feeds.values { feed.handle(.resume(client.clientID)) }
     }
 
     /// Whether a `next` of `client` still waits for pages or `end` (a front that half-closed waits for those).
-    public func hasPendingRequests(_ client: ClientHandle) -> Bool {
-        directory.feeds.values.contains { $0.subscriptions[client.id]?.hasPendingRequests == true }
+    public func hasPendingRequests(_ client: any ClientHandle) -> Bool {
+        directory.feeds.values.contains { $0.subscriptions[client.clientID]?.hasPendingRequests == true }
     }
 
     /// The feeds `client` reads, sorted.
-    public func subscriptions(of client: ClientHandle) -> [String] {
-        directory.feeds.values.filter { $0.subscriptions[client.id] != nil }.map(\.name).sorted()
+    public func subscriptions(of client: any ClientHandle) -> [String] {
+        directory.feeds.values.filter { $0.subscriptions[client.clientID] != nil }.map(\.name).sorted()
     }
 
     /// From now on every operation answers `shutting_down`.
@@ -105,11 +106,11 @@ public final class FeedService {
     /// A consumer read by another client (here, or on another instance of the fleet) is taken
     /// over. Answers once the start is durable.
     public func subscribe(
-        _ client: ClientHandle, to feedName: String, consumer: String? = nil, after: Int? = nil, inGeneration: Int? = nil,
+        _ client: any ClientHandle, to feedName: String, consumer: String? = nil, after: Int? = nil, inGeneration: Int? = nil,
         follow: Bool = false, answer: @escaping (Result<Subscribed, ServiceError>) -> Void
     ) {
         guard let feed = running(feedName, answer: answer) else { return }
-        let others = directory.feeds.values.count { $0 !== feed && $0.subscriptions[client.id] != nil }
+        let others = directory.feeds.values.count { $0 !== feed && $0.subscriptions[client.clientID] != nil }
         guard others < limits.subscriptionsPerClient else {
             let message = "a connection may hold at most \(limits.subscriptionsPerClient) subscriptions; unsubscribe first"
             return answer(.failure(ServiceError(.badRequest, message, feed: feedName)))
@@ -123,36 +124,37 @@ public final class FeedService {
     /// carries that ``Subscribed``. The answer comes before the pages, which follow as events
     /// tagged `replyTo` (fewer, then `end`, past the feed's last page).
     public func next(
-        _ client: ClientHandle, feed feedName: String, count: Int = 1, replyTo: ReplyTag? = nil,
+        _ client: any ClientHandle, feed feedName: String, count: Int = 1, replyTo: ReplyTag? = nil,
         answer: @escaping (Result<Subscribed?, ServiceError>) -> Void
     ) {
         guard let feed = running(feedName, answer: answer) else { return }
-        let ask = { (subscribed: Subscribed?) in
-            feed.handle(.next(client.id, count: count, replyTo: replyTo, answer: { answer($0.map { subscribed }) }))
+        guard feed.subscriptions[client.clientID] == nil else {
+            return feed.handle(.next(client.clientID, count: count, replyTo: replyTo, subscribed: nil, answer: answer))
         }
-        guard feed.subscriptions[client.id] == nil else { return ask(nil) }
         subscribe(client, to: feedName) { result in
             switch result {
-            case .success(let subscribed): ask(subscribed)
-            case .failure(let error): answer(.failure(error))
+            case .success(let subscribed):
+                feed.handle(.next(client.clientID, count: count, replyTo: replyTo, subscribed: subscribed, answer: answer))
+            case .failure(let error):
+                answer(.failure(error))
             }
         }
     }
 
     /// Marks the pages of `feed` up to `page` consumed (SPEC §5 `ack`), never beyond what was
     /// delivered; answers the cursor once durable (for a consumer).
-    public func acknowledge(_ client: ClientHandle, feed feedName: String, through page: Int, answer: @escaping (Result<Int, ServiceError>) -> Void) {
+    public func acknowledge(_ client: any ClientHandle, feed feedName: String, through page: Int, answer: @escaping (Result<Int, ServiceError>) -> Void) {
         guard let feed = running(feedName, answer: answer) else { return }
-        guard feed.subscriptions[client.id] != nil else {
+        guard feed.subscriptions[client.clientID] != nil else {
             return answer(.failure(ServiceError(.badRequest, "not subscribed to \"\(feedName)\"; subscribe or next first", feed: feedName)))
         }
-        feed.handle(.acknowledge(client.id, page: page, answer: answer))
+        feed.handle(.acknowledge(client.clientID, page: page, answer: answer))
     }
 
     /// Stops `client`'s reading of `feed` (SPEC §5 `unsubscribe`); its unanswered `next`s are dropped.
-    public func unsubscribe(_ client: ClientHandle, from feedName: String, answer: @escaping (Result<Void, ServiceError>) -> Void) {
+    public func unsubscribe(_ client: any ClientHandle, from feedName: String, answer: @escaping (Result<Void, ServiceError>) -> Void) {
         guard let feed = running(feedName, answer: answer) else { return }
-        feed.handle(.unsubscribe(client.id))
+        feed.handle(.unsubscribe(client.clientID))
         answer(.success(()))
     }
 
@@ -168,12 +170,12 @@ public final class FeedService {
     /// Starts a new generation of `feed` (SPEC §5 `refresh`; a `merge` feed refreshes its members
     /// too): every subscriber, here and on every instance of the fleet, gets `refreshed` and goes
     /// back to page 0. Answers once the new generation is durable.
-    public func refresh(_ feedName: String, by client: ClientHandle? = nil, replyTo: ReplyTag? = nil, answer: @escaping (Result<Refreshed, ServiceError>) -> Void) {
+    public func refresh(_ feedName: String, by client: (any ClientHandle)? = nil, replyTo: ReplyTag? = nil, answer: @escaping (Result<Refreshed, ServiceError>) -> Void) {
         guard running(feedName, answer: answer) != nil else { return }
-        directory.refresh(feedName, requester: client?.id, replyTo: replyTo) { [directory] result in
+        directory.refresh(feedName, requester: client?.clientID, replyTo: replyTo) { [directory] result in
             switch result {
             case .success(let generation):
-                let told = client.flatMap { directory[feedName]?.subscriptions[$0.id] }.map { !$0.isStarting } ?? false
+                let told = client.flatMap { directory[feedName]?.subscriptions[$0.clientID] }.map { !$0.isStarting } ?? false
                 answer(.success(Refreshed(generation: generation, requesterWasTold: told)))
             case .failure(let error):
                 answer(.failure(.storeFailed("the new generation could not be stored", error, feed: feedName)))

@@ -74,7 +74,14 @@ struct UpstreamMachine {
         case stopped
     }
 
-    private var state = State.idle
+    private var state = State.idle {
+        didSet {
+            if case .calling(let call) = state { callID = call.id } else { callID = nil }
+        }
+    }
+    /// The id of the call whose answer is awaited, if any (kept beside the state, for the planner's
+    /// look at every `next`, which would otherwise copy the call out of it).
+    private(set) var callID: Int?
     private var lastID = 0
     private(set) var consecutiveFailures = 0
     var retryPolicy: RetryPolicy

@@ -14,21 +14,31 @@ protocol ConnectionContext: AnyObject {
     /// Whether a `next` it sent still waits for pages or `end` (a client that half-closed is let
     /// go once they are answered).
     func connectionHasPendingRequests(_ connection: Connection) -> Bool
+    /// It read nothing for `stallTimeout` and is being disconnected.
+    func connectionStalled(_ connection: Connection, for stallTimeout: Duration)
     /// It closed; its descriptor is gone.
     func connectionClosed(_ connection: Connection)
 }
 
-/// The limits a connection works within, fixed when it connects (a reload applies to later ones).
-struct ConnectionLimits {
+/// What connections work within: their context, the event loop, and the limits of the settings
+/// they connected under (a reload applies to later connections). One instance serves every
+/// connection made under the same settings, so an idle connection costs a reference to it.
+@MainActor
+final class ConnectionEnvironment {
+    /// Whoever owns the connections.
+    unowned let context: any ConnectionContext
+    let loop: EventLoop
     let maxLineBytes: Int
-    /// Pages it may hold unsent before the engine stops handing it more.
+    /// Pages a connection may hold unsent before the engine stops handing it more.
     let pageWindow: Int
     /// Unsent bytes above which its requests are not read.
     let inputPauseBytes: Int
     /// How long its output may stay unwritable before it is disconnected.
     let stallTimeout: Duration
 
-    init(_ settings: ServerSettings) {
+    init(_ settings: ServerSettings, loop: EventLoop, context: any ConnectionContext) {
+        self.context = context
+        self.loop = loop
         maxLineBytes = settings.maxLineBytes
         pageWindow = settings.pageWindow
         inputPauseBytes = settings.inputPauseBytes
@@ -44,13 +54,14 @@ struct ConnectionLimits {
 /// many bytes its requests are not read, so a client that stops reading costs a bounded amount
 /// of memory and slows nobody else.
 @MainActor
-final class Connection: ClientSink {
+final class Connection: ClientHandle {
     let descriptor: Int32
     let peer: PeerCredentials?
-    private unowned let context: any ConnectionContext
-    private let loop: EventLoop
-    private let logger: Logger
-    private let limits: ConnectionLimits
+    /// The id the service knows this connection's client by.
+    let clientID: ClientID
+    private let environment: ConnectionEnvironment
+    private var context: any ConnectionContext { environment.context }
+    private var loop: EventLoop { environment.loop }
     private var registration: EventLoop.Registration?
     private var state = ConnectionState.reading
     /// What the event loop watches for: requests while reading, writability while output waits.
@@ -65,14 +76,12 @@ final class Connection: ClientSink {
     private var unhandledInput: [UInt8] = []
     private var unhandledOffset = 0
 
-    init(descriptor: Int32, peer: PeerCredentials?, context: any ConnectionContext, limits: ConnectionLimits, loop: EventLoop, logger: Logger) {
+    init(descriptor: Int32, peer: PeerCredentials?, clientID: ClientID, environment: ConnectionEnvironment) {
         self.descriptor = descriptor
         self.peer = peer
-        self.context = context
-        self.limits = limits
-        self.loop = loop
-        self.logger = logger
-        lines = LineSplitter(maxLineBytes: limits.maxLineBytes)
+        self.clientID = clientID
+        self.environment = environment
+        lines = LineSplitter(maxLineBytes: environment.maxLineBytes)
     }
 
     func start(greeting: [UInt8]) {
@@ -94,17 +103,27 @@ final class Connection: ClientSink {
     // MARK: Reading
 
     /// How much one read takes at most.
-    static let readSize = 64 * 1024
+    static let readSize = 16 * 1024
+
+    /// The connection's own read buffer, made (uninitialised) at its first read, so a connection
+    /// that never sends holds none. Freed in `deinit`, not at `close()`: a request read from it
+    /// may close the connection while the rest of the read is still being split. (Touched only on
+    /// the main actor, and in `deinit`, when nothing else can.)
+    nonisolated(unsafe) private var readBuffer: UnsafeMutableRawPointer?
+
+    deinit {
+        readBuffer?.deallocate()
+    }
 
     /// Reads until the socket has nothing more (a read shorter than the buffer, or EAGAIN) or
     /// says end of file, or until this client had its share of the turn: the event loop reports
     /// what is left, or arrived since, or the end of file, on its next turn. (Not reading again
     /// after a short read saves a read that would only say EAGAIN: one system call of the three a
-    /// request usually costs.) The buffer is the connection's own for the length of the burst,
-    /// left uninitialised and given back after it, so an idle connection holds none.
+    /// request usually costs.)
     private func readAvailable() {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readSize, alignment: 16)
-        defer { buffer.deallocate() }
+        let start = readBuffer ?? UnsafeMutableRawPointer.allocate(byteCount: Self.readSize, alignment: 16)
+        readBuffer = start
+        let buffer = UnsafeMutableRawBufferPointer(start: start, count: Self.readSize)
         for _ in 0..<4 {
             let count = read(descriptor, buffer.baseAddress, buffer.count)
             if count > 0 {
@@ -136,7 +155,7 @@ final class Connection: ClientSink {
         switch piece {
         case .line(let line): handleLine(line)
         case .tooLong:
-            send(Message.error(.lineTooLong, "request line longer than \(limits.maxLineBytes) bytes; skipped to the next newline"))
+            send(Message.error(.lineTooLong, "request line longer than \(environment.maxLineBytes) bytes; skipped to the next newline"))
         }
     }
 
@@ -171,7 +190,7 @@ final class Connection: ClientSink {
 
     // MARK: Events
 
-    var canTakePage: Bool { !state.isClosed && output.pageCount < limits.pageWindow }
+    var canTakePage: Bool { !state.isClosed && output.pageCount < environment.pageWindow }
 
     func receive(_ event: ClientEvent) {
         switch event {
@@ -234,7 +253,7 @@ final class Connection: ClientSink {
         guard !state.isClosed else { return }
         // Whether or not the socket takes more now, a client whose unread answers are over the
         // bound gets no more requests read until they drain (SPEC §5, flow control).
-        defer { if output.byteCount > limits.inputPauseBytes, state.pause() { updateInterest() } }
+        defer { if output.byteCount > environment.inputPauseBytes, state.pause() { updateInterest() } }
         guard stallTimer == nil else { return }
         switch output.flush(to: descriptor) {
         case .drained:
@@ -250,10 +269,10 @@ final class Connection: ClientSink {
     /// The socket is full: watch for room, and end the connection if none comes within
     /// `stall_timeout`, so a client cannot hold its queued pages and its slot forever.
     private func outputBlocked() {
-        let timeout = limits.stallTimeout
+        let timeout = environment.stallTimeout
         let timer = loop.schedule(after: timeout) { [weak self] in
             guard let self, !self.state.isClosed else { return }
-            self.logger.warning("disconnecting \(self.peerDescription): it read nothing for \(timeout.wholeMilliseconds / 1000) s")
+            self.context.connectionStalled(self, for: timeout)
             self.output.append(SharedBytes(Message.error(.tooSlow, "disconnected: no output read for \(timeout.wholeMilliseconds) ms")))
             _ = self.output.flush(to: self.descriptor)
             self.close()

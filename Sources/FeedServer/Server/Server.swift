@@ -9,7 +9,10 @@ import Glibc
 public final class Server: ConnectionContext {
     /// The limits and access rules, which a reload may change (for connections made from then on).
     public var settings: ServerSettings {
-        didSet { service.limits = FeedService.Limits(subscriptionsPerClient: settings.maxSubscriptions) }
+        didSet {
+            service.limits = FeedService.Limits(subscriptionsPerClient: settings.maxSubscriptions)
+            environment = ConnectionEnvironment(settings, loop: loop, context: self)
+        }
     }
     let service: FeedService
     let logger: Logger
@@ -28,8 +31,10 @@ public final class Server: ConnectionContext {
     private static let statusLifetime: Duration = .milliseconds(100)
     /// How many connections `status` lists in `peers`; `clients` has the total.
     static let statusPeerLimit = 100
-    /// Every open connection, with the client the service knows it as.
-    private var connections: [ObjectIdentifier: (connection: Connection, client: ClientHandle)] = [:]
+    /// Every open connection.
+    private var connections: [ObjectIdentifier: Connection] = [:]
+    /// What connections made under the current settings share.
+    private lazy var environment = ConnectionEnvironment(settings, loop: loop, context: self)
     private var connectionsAccepted = 0
     /// What connections that have closed wrote; the live ones count their own.
     private var bytesSentByClosedConnections = 0
@@ -123,9 +128,8 @@ public final class Server: ConnectionContext {
             return
         }
         connectionLog.log(.info, "client connected: \(peerText)", to: logger(for: peer))
-        let connection = Connection(
-            descriptor: descriptor, peer: peer, context: self, limits: ConnectionLimits(settings), loop: loop, logger: logger(for: peer))
-        connections[ObjectIdentifier(connection)] = (connection, service.connect(connection))
+        let connection = Connection(descriptor: descriptor, peer: peer, clientID: service.connect(), environment: environment)
+        connections[ObjectIdentifier(connection)] = connection
         connectionsAccepted += 1
         connection.start(greeting: Message.hello(feeds: service.feedNames))
         cachedStatus = nil
@@ -146,8 +150,8 @@ public final class Server: ConnectionContext {
     // MARK: What connections report
 
     func connectionClosed(_ connection: Connection) {
-        guard let (_, client) = connections.removeValue(forKey: ObjectIdentifier(connection)) else { return }
-        service.disconnect(client)
+        guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+        service.disconnect(connection)
         cachedStatus = nil
         if descriptorShortage != nil { resumeAccepting() }
         bytesSentByClosedConnections += connection.bytesSent
@@ -167,13 +171,13 @@ public final class Server: ConnectionContext {
         service.beginShutdown()
         guard !connections.isEmpty else { return completion() }
         onDrained = completion
-        for (connection, _) in connections.values {
+        for connection in connections.values {
             connection.sendFinal(Message.bye(reason: "shutting down"))
         }
         loop.schedule(after: deadline) {
             guard let onDrained = self.onDrained else { return }
             self.onDrained = nil
-            for (connection, _) in Array(self.connections.values) { connection.close() }
+            for connection in Array(self.connections.values) { connection.close() }
             onDrained()
         }
     }
@@ -181,15 +185,19 @@ public final class Server: ConnectionContext {
     // MARK: Requests
 
     func connectionCanTakePages(_ connection: Connection) {
-        if let client = connections[ObjectIdentifier(connection)]?.client { service.resume(client) }
+        service.resume(connection)
+    }
+
+    func connectionStalled(_ connection: Connection, for stallTimeout: Duration) {
+        logger(for: connection.peer).warning("disconnecting \(connection.peerDescription): it read nothing for \(stallTimeout.wholeMilliseconds / 1000) s")
     }
 
     func connectionHasPendingRequests(_ connection: Connection) -> Bool {
-        connections[ObjectIdentifier(connection)].map { service.hasPendingRequests($0.client) } ?? false
+        service.hasPendingRequests(connection)
     }
 
     func connection(_ connection: Connection, received request: Request, id: RequestID?) {
-        guard let client = connections[ObjectIdentifier(connection)]?.client else { return }
+        let client = connection
         if isShuttingDown {
             connection.send(Message.error(.shuttingDown, "feedd is shutting down", id: id))
             return
@@ -251,7 +259,7 @@ public final class Server: ConnectionContext {
     public var metrics: MetricsSnapshot {
         MetricsSnapshot(
             clients: connections.count, connectionsAccepted: connectionsAccepted,
-            bytesSent: bytesSentByClosedConnections + connections.values.reduce(0) { $0 + $1.connection.bytesSent },
+            bytesSent: bytesSentByClosedConnections + connections.values.reduce(0) { $0 + $1.bytesSent },
             feeds: service.feedStatuses(includingConsumers: false).map { feed in
                 MetricsSnapshot.FeedFigures(name: feed.name, counters: feed.counters, cachedPages: feed.cachedPages, subscribers: feed.subscribers)
             })
@@ -268,9 +276,9 @@ public final class Server: ConnectionContext {
         line.field("peers") { writer in
             // Who is connected, for an administrator; capped so a status stays small.
             writer.raw(UInt8(ascii: "["))
-            for (index, (connection, client)) in connections.values.prefix(Self.statusPeerLimit).enumerated() {
+            for (index, connection) in connections.values.prefix(Self.statusPeerLimit).enumerated() {
                 if index > 0 { writer.raw(UInt8(ascii: ",")) }
-                var peer: [String: JSONValue] = ["subscriptions": .array(service.subscriptions(of: client).map(JSONValue.string))]
+                var peer: [String: JSONValue] = ["subscriptions": .array(service.subscriptions(of: connection).map(JSONValue.string))]
                 if let credentials = connection.peer {
                     peer["pid"] = .integer(Int64(credentials.pid))
                     peer["uid"] = .integer(Int64(credentials.uid))
