@@ -87,8 +87,13 @@ extension Finding {
         }
 
         init(_ finding: Finding) {
-            self.init(passed: finding.passed, finding.subject, finding.message + (finding.brokenRule.flatMap(Self.hint) ?? ""))
+            // The daemon restarts a plugin that misbehaves; the check stops at it instead.
+            var message = finding.message
+            if message.hasSuffix(Self.restartNote) { message.removeLast(Self.restartNote.count) }
+            self.init(passed: finding.passed, finding.subject, message + (finding.brokenRule.flatMap(Self.hint) ?? ""))
         }
+
+        private static let restartNote = "; restarting it"
 
         private static func hint(_ rule: Finding.Rule) -> String? {
             switch rule {
@@ -98,7 +103,8 @@ extension Finding {
             case .repeatedID, .emptyID:
                 "\n     give each item its own \"id\" (a string), or leave \"id\" out and feedd uses a hash of its data"
             case .fetchFailed:
-                "\n     a fetch is answered with one line: {\"items\":[…],\"next\":\"token-or-null\"} or {\"error\":\"why\",\"retryable\":true}"
+                "\n     (feedd takes one line for each fetch: {\"items\":[{\"id\":…,\"data\":…},…],\"next\":\"token\" or null}, "
+                    + "or {\"error\":\"why\",\"retryable\":true|false} when the source fails)"
             default:
                 nil
             }
@@ -106,16 +112,13 @@ extension Finding {
     }
 }
 
-/// What the exec adapter logs about the plugin, shown between the checks: the plugin's stderr
-/// and why it was stopped, not the adapter's routine records.
+/// The plugin's stderr, as the exec adapter logs it, shown between the checks; the adapter's
+/// own records (started, killed) are not: the check that failed says why.
 private struct PluginLogSink: LogSink {
     func write(_ level: LogLevel, _ message: String) {
         let stderrPrefix = "plugin stderr: "
-        if message.hasPrefix(stderrPrefix) {
-            print("     stderr: \(message.dropFirst(stderrPrefix.count))")
-        } else if level <= .warning {
-            print("     \(message)")
-        }
+        guard message.hasPrefix(stderrPrefix) else { return }
+        print("     stderr: \(message.dropFirst(stderrPrefix.count))")
         fflush(nil)
     }
 }
