@@ -52,14 +52,14 @@ struct ConfigKeysCommand {
     }
 
     private func scdoc(_ section: ConfigReference.Section) -> String {
-        var lines = ["## \(Self.escaped(section.heading))", ""]
+        var lines = ["## \(Scdoc.escaped(section.heading))", ""]
         for key in section.keys {
-            let name = key.isOtherKeys ? "any other key" : "*\(Self.escaped(key.name))*"
-            var facts = [Self.escaped(key.type.description)]
+            let name = key.isOtherKeys ? "any other key" : "*\(Scdoc.escaped(key.name))*"
+            var facts = [Scdoc.escaped(key.type.description)]
             let defaultText = defaultText(key.defaultValue)
-            if !defaultText.isEmpty { facts.append(Self.escaped(defaultText)) }
+            if !defaultText.isEmpty { facts.append(Scdoc.escaped(defaultText)) }
             lines.append("\(name) (\(facts.joined(separator: "; ")))")
-            lines.append("\t\(Self.escaped(key.summary.prefix(1).uppercased() + key.summary.dropFirst())).")
+            lines.append("\t\(Scdoc.escaped(key.summary.prefix(1).uppercased() + key.summary.dropFirst())).")
             lines.append("")
         }
         return lines.joined(separator: "\n")
@@ -76,15 +76,6 @@ struct ConfigKeysCommand {
         }
     }
 
-    /// Text with scdoc's markup characters taken literally.
-    static func escaped(_ text: String) -> String {
-        var escaped = ""
-        for character in text {
-            if character == "\\" || character == "*" || character == "_" { escaped.append("\\") }
-            escaped.append(character)
-        }
-        return escaped
-    }
 }
 
 extension String {
