@@ -52,14 +52,22 @@ struct ConfigKeysCommand {
     }
 
     private func scdoc(_ section: ConfigReference.Section) -> String {
-        var lines = ["## \(Scdoc.escaped(section.heading))", ""]
+        let title =
+            switch section.name {
+            case "daemon", "cluster": section.heading
+            case "feeds": "\(section.heading), every feed"
+            // roff takes quotes in a heading as its own: "the exec source", not source = "exec".
+            default: "[feeds.NAME] of the \(section.name) source"
+            }
+        var lines = ["## \(Scdoc.escaped(title))", ""]
         for key in section.keys {
             let name = key.isOtherKeys ? "any other key" : "*\(Scdoc.escaped(key.name))*"
             var facts = [Scdoc.escaped(key.type.description)]
             let defaultText = defaultText(key.defaultValue)
             if !defaultText.isEmpty { facts.append(Scdoc.escaped(defaultText)) }
             lines.append("\(name) (\(facts.joined(separator: "; ")))")
-            lines.append("\t\(Scdoc.escaped(key.summary.prefix(1).uppercased() + key.summary.dropFirst())).")
+            let sentence = key.summary.prefix(1).uppercased() + key.summary.dropFirst()
+            lines.append("\t\(Scdoc.escaped(sentence))\(sentence.hasSuffix("…") ? "" : ".")")
             lines.append("")
         }
         return lines.joined(separator: "\n")

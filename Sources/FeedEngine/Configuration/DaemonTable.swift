@@ -65,7 +65,7 @@ enum DaemonTable {
         ) { table, settings throws(OptionError) in
             settings.allowUIDs = try PeerAccessLists.users(table)
         },
-        SettingKey("allow_groups", .described("array of gids or group names"), .value("[]"), "... or members of these groups") {
+        SettingKey("allow_groups", .described("array of gids or group names"), .value("[]"), "or members of these groups (see allow_uids)") {
             table, settings throws(OptionError) in
             let groups = try PeerAccessLists.groups(table)
             settings.allowGIDs = groups.gids
