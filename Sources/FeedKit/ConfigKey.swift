@@ -13,11 +13,14 @@
 public struct ConfigKey: Sendable, Hashable {
     /// The key as the config writes it: `page_size`.
     public let name: String
+    /// What the value is, as the docs say it.
     public let type: ConfigValueType
+    /// What leaving the key out means.
     public let defaultValue: ConfigDefault
     /// What the key does, in one line for people (no final period).
     public let summary: String
 
+    /// Declares key `name`.
     public init(_ name: String, _ type: ConfigValueType, _ defaultValue: ConfigDefault, _ summary: String) {
         self.name = name
         self.type = type
@@ -39,14 +42,17 @@ public struct ConfigKey: Sendable, Hashable {
 
 /// What a config key holds, as its accessor on ``ConfigTable`` reads it.
 public enum ConfigValueType: Sendable, Hashable, CustomStringConvertible {
+    /// Any string (``ConfigTable/string(_:)``).
     case string
     /// A TOML integer (``ConfigTable/integer(_:in:)``).
     case integer
+    /// `true` or `false` (``ConfigTable/bool(_:)``).
     case boolean
     /// A string such as `"250ms"`, `"10s"`, `"5m"` (``ConfigTable/duration(_:)``).
     case duration
     /// A size such as `"512KiB"`, `"64MiB"`, `"1GiB"`, or a whole number of bytes.
     case size
+    /// An array whose elements are strings (``ConfigTable/stringArray(_:)``).
     case stringArray
     /// A table whose values are strings (HTTP header fields).
     case stringTable
@@ -57,6 +63,7 @@ public enum ConfigValueType: Sendable, Hashable, CustomStringConvertible {
     /// Anything else, in words: "array of user names or uids".
     case described(String)
 
+    /// The type in words, as `feedd config-keys` prints it.
     public var description: String {
         switch self {
         case .string: "string"

@@ -17,6 +17,7 @@ public final class ConfigTable {
     private let acceptsOtherKeys: Bool
     private var readKeys: Set<String> = []
 
+    /// A table named `name` holding `values`, whose keys are `declared` (nil: learnt by reading).
     public init(name: String, values: [String: JSONValue], declared: [ConfigKey]? = nil) {
         self.name = name
         self.values = values
