@@ -1,0 +1,49 @@
+import FeedKit
+import Foundation
+import Testing
+import TestSupport
+
+/// feedd's own command line (SPEC §2): mistakes exit 2 with the closest word, and
+/// `config-keys` prints the key table the loader uses (issue 28).
+@Suite struct DaemonCommandLineTests {
+    func feedd(_ arguments: String...) throws -> (status: Int32, output: String, errors: String) {
+        try ChildProcess.run(FeeddBinaries.feedd, arguments, environment: ["PATH": "/usr/bin:/bin"])
+    }
+
+    @Test func a_mistyped_command_or_option_exits_two_with_the_closest() throws {
+        let cases: [([String], String)] = [
+            (["chek-config"], "feedd: unknown argument \"chek-config\"; did you mean \"check-config\"?"),
+            (["--conifg", "x"], "feedd: unknown argument \"--conifg\"; did you mean \"--config\"?"),
+            (["check-config", "--socket", "x"], "feedd: check-config takes only --config PATH, not \"--socket\""),
+            (["plugin", "chek"], "feedd: \"feedd plugin\" needs \"check\""),
+            (["config-keys", "--jsn"], "feedd: unknown option \"--jsn\"; did you mean \"--json\"?"),
+        ]
+        for (arguments, message) in cases {
+            let result = try ChildProcess.run(FeeddBinaries.feedd, arguments)
+            #expect(result.status == 2, "\(arguments)")
+            #expect(result.errors.hasPrefix(message + "\n"), "\(arguments): \(result.errors)")
+            #expect(result.errors.contains("Usage: feedd"), "\(arguments)")
+        }
+    }
+
+    @Test func config_keys_lists_every_table_and_source() throws {
+        let result = try feedd("config-keys")
+        #expect(result.status == 0)
+        for heading in ["[daemon]", "[feeds.NAME]", "[cluster]", "source = \"file\"", "source = \"http\"", "source = \"rss\"", "source = \"merge\""] {
+            #expect(result.output.contains("\n\(heading)\n") || result.output.hasPrefix("\(heading)\n"), "\(heading)")
+        }
+        #expect(result.output.contains("  cache_bytes "))
+    }
+
+    @Test func config_keys_of_one_table_as_json_lines() throws {
+        let result = try feedd("config-keys", "--json", "cluster")
+        #expect(result.status == 0)
+        let keys = try result.output.split(separator: "\n").map { try JSONValue(parsing: Array($0.utf8)) }
+        #expect(keys.allSatisfy { $0["table"] == "cluster" })
+        #expect(keys.first { $0["name"] == "nats" }?["required"] == true)
+        #expect(keys.first { $0["name"] == "lease" }?["default"] == "\"10s\"")
+        let unknown = try feedd("config-keys", "htp")
+        #expect(unknown.status == 2)
+        #expect(unknown.errors.hasPrefix("feedd: no table or source \"htp\"; did you mean \"http\"?"))
+    }
+}
