@@ -122,8 +122,11 @@ struct ConfigLoading {
         }
         let samplePath = "\(paths.runtimeDirectory)/\(SampleData.fileName)"
         let directory = (RuntimePaths.systemConfigFile as NSString).deletingLastPathComponent + "/feedd.d"
-        return try loader.load(
+        var configuration = try loader.load(
             text: DefaultConfiguration.text(samplePath: samplePath), named: DefaultConfiguration.name, dropInDirectory: directory)
+        // The embedded config's one path is the sample data, which the daemon writes at start.
+        configuration.warnings.removeAll { $0.file == DefaultConfiguration.name }
+        return configuration
     }
 
     /// Writes the embedded sample data where the embedded config expects it.

@@ -46,4 +46,14 @@ import TestSupport
         #expect(unknown.status == 2)
         #expect(unknown.errors.hasPrefix("feedd: no table or source \"htp\"; did you mean \"http\"?"))
     }
+
+    /// The embedded default's sample file is written when the daemon starts: not a warning before.
+    @Test func the_embedded_default_checks_silently_on_a_fresh_machine() throws {
+        if FileManager.default.fileExists(atPath: "/etc/feedd/feedd.toml") { try Test.cancel("/etc/feedd/feedd.toml exists here") }
+        let directory = try TemporaryDirectory()
+        let result = try ChildProcess.run(
+            FeeddBinaries.feedd, ["check-config"], environment: ["PATH": "/usr/bin:/bin", "HOME": directory.path, "XDG_RUNTIME_DIR": directory.path("run")])
+        #expect(result.status == 0)
+        #expect(result.output + result.errors == "")
+    }
 }
