@@ -57,3 +57,18 @@ import TestSupport
         #expect(result.output + result.errors == "")
     }
 }
+
+/// The daemon counts in words that agree with the number (issue 28: "goodbye to 1 clients").
+@Suite struct DaemonMessageTests {
+    @Test func one_client_and_one_feed_are_singular() throws {
+        let daemon = try ProtocolTests.numbersFeed()
+        let client = try daemon.connect()
+        #expect(try client.request("ping")["type"] == "pong")
+        daemon.send(signal: SIGHUP)
+        try daemon.log.waitForLine(containing: "configuration reloaded: 1 feed")
+        daemon.send(signal: SIGTERM)
+        #expect(try daemon.waitForExit() == 0)
+        #expect(daemon.log.text.contains("saying goodbye to 1 client\n"), "\(daemon.log.text)")
+        #expect(!daemon.log.text.contains("1 clients") && !daemon.log.text.contains("1 feeds"))
+    }
+}
