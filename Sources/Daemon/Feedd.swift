@@ -54,7 +54,7 @@ public enum Feedd {
         do {
             configuration = try loader.load(explicitPath: configPath)
         } catch {
-            for problem in error.problems { print(problem) }
+            for problem in error.problems + verifyAdapters(error.feeds) { print(problem) }
             warn(error.warnings)
             return 2
         }

@@ -42,10 +42,14 @@ public struct ConfigError: Error, Sendable, CustomStringConvertible {
     public let problems: [ConfigProblem]
     /// What would only have been warned about, had there been no problems.
     public let warnings: [ConfigProblem]
+    /// The feeds that were built all the same, so that `check-config` can run their adapters'
+    /// own checks and report those problems in the same run.
+    public let feeds: [FeedDefinition]
 
-    public init(_ problems: [ConfigProblem], warnings: [ConfigProblem] = []) {
+    public init(_ problems: [ConfigProblem], warnings: [ConfigProblem] = [], feeds: [FeedDefinition] = []) {
         self.problems = problems
         self.warnings = warnings
+        self.feeds = feeds
     }
 
     public var description: String { problems.map(\.description).joined(separator: "\n") }

@@ -60,7 +60,7 @@ public struct ConfigurationLoader: Sendable {
             merged.feeds[name]?.document.problem(at: ["feeds", name, "feeds"], message)
         }
         let ordered = findings.inReadingOrder(files: files)
-        guard ordered.problems.isEmpty else { throw ConfigError(ordered.problems, warnings: ordered.warnings) }
+        guard ordered.problems.isEmpty else { throw ConfigError(ordered.problems, warnings: ordered.warnings, feeds: feeds) }
         return Configuration(daemon: daemon, cluster: cluster, feeds: feeds, files: files, warnings: ordered.warnings)
     }
 
