@@ -76,19 +76,21 @@ let package = Package(
         .target(name: "SystemdSupport", dependencies: ["CSystemd", "FeedKit"]),
         // A small blocking client for the socket, used by feedctl and the tests.
         .target(name: "FeedClient", dependencies: ["FeedKit"]),
+        // The checks every adapter must pass: its tests run them, and `feedd plugin check` on exec plugins.
+        .target(name: "ConformanceKit", dependencies: ["FeedKit"]),
         // The daemon's wiring: command line, config lookup, adapters, signals.
         .target(
             name: "Daemon",
             dependencies: [
                 "FeedKit", "FeedEngine", "FeedState", "FeedServer", "SystemdSupport", "FeedFleet",
                 "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter", "HTTPAdapter", "RSSAdapter",
-                "MergeAdapter",
+                "MergeAdapter", "ConformanceKit",
             ]),
 
         .executableTarget(name: "feedd", dependencies: ["Daemon"]),
         .executableTarget(name: "feedctl", dependencies: ["FeedClient", "FeedKit"]),
 
-        .target(name: "TestSupport", dependencies: ["FeedClient", "FeedKit"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["FeedClient", "FeedKit", "ConformanceKit"], path: "Tests/TestSupport"),
         // The benchmark: the real daemon against a loopback upstream (swift run -c release feedd-bench).
         // It depends on feedd only so that building it builds the daemon it measures.
         .executableTarget(name: "FeeddBench", dependencies: ["TestSupport", "FeedClient", "FeedKit", "FeedCluster", "feedd"], path: "Benchmarks/FeeddBench"),

@@ -26,6 +26,13 @@ import Foundation
 /// (default 20); every option is passed to the program in `configure`.
 public struct ExecSource: SourceAdapter {
     public static let sourceName = "exec"
+    public static let configKeys = [
+        ConfigKey(
+            "command", .stringArray, .required(example: #"["/usr/lib/feedd/plugins/json-dir"]"#),
+            "the program and its arguments; a bare name is looked up in /usr/local/bin:/usr/bin:/bin"),
+        ConfigKey("page_size", .integer, .value("20"), "items per page, sent with every fetch"),
+        ConfigKey.otherKeys("passed to the program in configure, which judges them"),
+    ]
 
     let pageSize: Int
     let host: PluginHost

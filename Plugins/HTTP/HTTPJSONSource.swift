@@ -21,6 +21,18 @@ import Foundation
 /// configured, so again on every reload; never logged), `follow_redirects`.
 public struct HTTPJSONSource: SourceAdapter {
     public static let sourceName = "http"
+    public static let configKeys = [
+        ConfigKey(
+            "url", .string, .required(example: "\"https://api.example.com/v1/posts?page={page}\""),
+            "the URL template, with at most one of {page}, {offset} and {cursor}"),
+        ConfigKey("items", .string, .value("\"\""), "dot path to the array of items; \"\": the body is the array"),
+        ConfigKey("id", .string, .unset, "dot path inside an item to its id; unset or missing: a hash of the item"),
+        ConfigKey("next", .string, .unset, "dot path to the next cursor or URL (required with {cursor}), or \"link\" for the Link header"),
+        ConfigKey("page_size", .integer, .value("20"), "items per page, for {offset}"),
+        ConfigKey("headers", .stringTable, .value("{}"), "header fields sent with every request"),
+        ConfigKey("bearer_token_file", .path(.file), .unset, "a file holding a token sent as Authorization: Bearer, read at start and on reload"),
+        RedirectPolicy.configKey,
+    ]
 
     /// How a page says a next page follows.
     enum NextRule: Sendable {

@@ -19,6 +19,11 @@ import Foundation
 /// Options: `url` (required), `page_size` (default 20), `follow_redirects`.
 public struct RSSSource: SourceAdapter {
     public static let sourceName = "rss"
+    public static let configKeys = [
+        ConfigKey("url", .string, .required(example: "\"https://example.com/feed.xml\""), "the RSS, Atom or JSON Feed document's URL"),
+        ConfigKey("page_size", .integer, .value("20"), "entries per page"),
+        RedirectPolicy.configKey,
+    ]
 
     let url: URL
     let pageSize: Int

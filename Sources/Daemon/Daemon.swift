@@ -73,6 +73,7 @@ final class Daemon {
         adapterStateRoot = Self.adapterStateRoot(of: configuration.daemon, paths: paths)
         sink.setMinimumLevel(configuration.daemon.logLevel)
         logger.info("feedd \(feeddVersion) starting with \(configuration.files.joined(separator: ", "))")
+        for warning in configuration.warnings { logger.warning("\(warning.location): \(warning.message)") }
         checkDescriptorLimit(maxClients: configuration.daemon.maxClients)
         if configuration.files.first == DefaultConfiguration.name {
             do {
@@ -220,7 +221,7 @@ final class Daemon {
     private func stop(signal signalNumber: Int32) {
         guard let server else { exit(0) }
         self.server = nil
-        logger.notice("received \(signalNumber == SIGINT ? "SIGINT" : "SIGTERM"); saying goodbye to \(server.clientCount) clients")
+        logger.notice("received \(signalNumber == SIGINT ? "SIGINT" : "SIGTERM"); saying goodbye to \(counted(server.clientCount, "client"))")
         notifier.stopping()
         server.shutdown(within: .seconds(3)) { [self] in
             directory?.closeAll()
@@ -262,7 +263,8 @@ final class Daemon {
             metricsFile = configuration.daemon.metricsFile
             reloadProblem = nil
             directory?.apply(configuration.feeds)
-            logger.notice("configuration reloaded: \(configuration.feeds.count) feeds")
+            logger.notice("configuration reloaded: \(counted(configuration.feeds.count, "feed"))")
+            for warning in configuration.warnings { logger.warning("\(warning.location): \(warning.message)") }
             if configuration.cluster != startingCluster {
                 logger.warning("[cluster] changed: the daemon keeps the one it started with until it is restarted")
             }
@@ -280,7 +282,7 @@ final class Daemon {
     /// STATUS=, e.g. `3 feeds, 12 clients; users ok, donny retrying: HTTP 503`, sent when it changes.
     private func publishStatus() {
         let feeds = directory.map { directory in directory.names.compactMap { directory[$0] } } ?? []
-        var text = "\(feeds.count) feed\(feeds.count == 1 ? "" : "s"), \(server?.clientCount ?? 0) client\(server?.clientCount == 1 ? "" : "s")"
+        var text = "\(counted(feeds.count, "feed")), \(counted(server?.clientCount ?? 0, "client"))"
         let states = feeds.prefix(8).map { feed in
             feed.health.lastError.map { "\(feed.name) \(feed.health.state.rawValue): \($0)" } ?? "\(feed.name) \(feed.health.state.rawValue)"
         }

@@ -6,24 +6,18 @@ struct StatusTable {
 
     func print() {
         let uptime = status["uptime_s"]?.integerValue ?? 0
-        let clients = status["clients"]?.integerValue ?? 0
-        Swift.print("feedd \(status["version"]?.stringValue ?? "?"), up \(uptime)s, \(clients) client\(clients == 1 ? "" : "s")")
-        var rows = [["FEED", "SOURCE", "STATE", "GEN", "FETCHED", "CACHED", "END", "REQUESTS", "SUBS", "CONSUMERS", "LAST ERROR"]]
+        let clients = Int(status["clients"]?.integerValue ?? 0)
+        Swift.print("feedd \(status["version"]?.stringValue ?? "?"), up \(uptime)s, \(counted(clients, "client"))")
+        var table = TextTable(header: ["FEED", "SOURCE", "STATE", "GEN", "FETCHED", "CACHED", "END", "REQUESTS", "SUBS", "CONSUMERS", "LAST ERROR"])
         for feed in status["feeds"]?.arrayValue ?? [] {
             func number(_ key: String) -> String { feed[key]?.integerValue.map(String.init) ?? "-" }
-            rows.append([
+            table.append([
                 feed["name"]?.stringValue ?? "?", feed["source"]?.stringValue ?? "?", feed["state"]?.stringValue ?? "?",
                 number("generation"), number("fetched_pages"), number("cached_pages"),
                 feed["reached_end"]?.boolValue == true ? "yes" : "no", number("upstream_requests"), number("subscribers"),
                 String(feed["consumers"]?.arrayValue?.count ?? 0), feed["last_error"]?.stringValue ?? "-",
             ])
         }
-        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        for row in rows {
-            let cells = row.enumerated().map { column, cell in
-                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-            }
-            Swift.print(cells.joined(separator: "  "))
-        }
+        table.print()
     }
 }

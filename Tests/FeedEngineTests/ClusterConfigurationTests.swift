@@ -72,7 +72,7 @@ import Testing
             "test.toml:3:1: cluster.replicas: must be from 1 to 5, got 0",
             "test.toml:4:1: cluster.name: \"Prod.East\" must match [a-z0-9][a-z0-9_-]{0,63}",
             "test.toml:5:1: cluster.lease: must be longer than zero",
-            "test.toml:6:1: cluster.leases: unknown key",
+            "test.toml:6:1: cluster.leases: unknown key; did you mean \"lease\"?",
         ])
         #expect(problems("cluster = 3\n") == ["test.toml:1:1: cluster: expected a table"])
     }

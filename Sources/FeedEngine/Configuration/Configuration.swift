@@ -100,6 +100,8 @@ public struct Configuration: Sendable {
     public var feeds: [FeedDefinition]
     /// The files it was read from, main file first, or the name of the embedded default.
     public var files: [String]
+    /// What is valid but cannot work yet (a file a feed reads that is not there), in reading order.
+    public var warnings: [ConfigProblem] = []
 }
 
 /// The adapters the daemon knows, by source name.
@@ -113,4 +115,9 @@ public struct AdapterRegistry: Sendable {
     public subscript(source: String) -> (any SourceAdapter.Type)? { adapters[source] }
 
     public var sourceNames: [String] { adapters.keys.sorted() }
+
+    /// Every adapter, by source name.
+    public var adapterTypes: [(source: String, type: any SourceAdapter.Type)] {
+        adapters.keys.sorted().map { ($0, adapters[$0]!) }
+    }
 }

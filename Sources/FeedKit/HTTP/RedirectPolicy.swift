@@ -14,6 +14,12 @@ public enum RedirectPolicy: String, Sendable, Hashable, CaseIterable {
     /// Redirects to any host.
     case anyHost = "any_host"
 
+    /// The feed key that chooses the policy, for the declarations of the adapters that call
+    /// ``AdapterContext/http(_:)``.
+    public static let configKey = ConfigKey(
+        "follow_redirects", .oneOf(allCases.map(\.rawValue)), .value("\"same_host\""),
+        "which HTTP redirects are followed: none, to the same host and port, or to any host")
+
     /// The most redirects one request follows.
     public static let maximumHops = 5
 
