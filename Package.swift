@@ -20,7 +20,7 @@ let package = Package(
         // simdjson (Debian's libsimdjson-dev) behind a one-function C API: is this one JSON text?
         // Lets adapters keep a JSON line's bytes instead of parsing it into a tree.
         .target(name: "CJSONValidator", linkerSettings: [.linkedLibrary("simdjson")]),
-        // posix_spawn and pipe2 with the GNU extras Swift's Glibc module hides.
+        // The keeper each plugin process group runs under: a fork that only C can make safely.
         .target(name: "CSpawn"),
 
         // Source adapters: one module each, importing FeedKit only.
