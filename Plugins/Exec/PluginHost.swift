@@ -49,7 +49,7 @@ actor PluginHost {
     /// Starts the program and configures it, then stops it: for `check-config`.
     func verifyConfiguration() async throws(SourceError) {
         _ = try await running()
-        await stop()
+        await endProcess()
     }
 
     /// Kills the program after a response that was JSON but not a valid answer; returns the error to throw.
@@ -59,8 +59,14 @@ actor PluginHost {
     }
 
     /// Ends the program and its group: stdin closed, SIGTERM, and SIGKILL if it lingers.
+    /// No program is started again after this (a start under way is ended as it finishes).
     func stop() async {
         stopped = true
+        await endProcess()
+    }
+
+    /// Ends the running program, if any; the next request starts it again.
+    private func endProcess() async {
         guard let process else { return }
         self.process = nil
         _ = await process.terminate()

@@ -35,6 +35,9 @@ public struct HTTPJSONSource: SourceAdapter {
         ConfigKey("page_size", .integer, .value("20"), "items per page, for {offset}"),
         ConfigKey("headers", .stringTable, .value("{}"), "header fields sent with every request"),
         ConfigKey("bearer_token_file", .path(.file), .unset, "a file holding a token sent as Authorization: Bearer, read at start and on reload"),
+        ConfigKey(
+            "follow_other_hosts", .boolean, .value("false"),
+            "fetch next pages on other origins than url's (without the bearer token or headers); redirects default to any_host"),
         RedirectPolicy.configKey,
     ]
 
