@@ -66,6 +66,7 @@ public struct ConfigurationLoader: Sendable {
         }
         let daemon = readDaemonSettings(merged, problems: &problems)
         let cluster = readClusterSettings(merged.cluster, problems: &problems)
+        let http = readHTTPSettings(merged.http, problems: &problems)
         var feeds: [FeedDefinition] = []
         for name in merged.feeds.keys.sorted() {
             let (document, table) = merged.feeds[name]!
@@ -78,7 +79,7 @@ public struct ConfigurationLoader: Sendable {
         }
         checkMembers(of: feeds, in: merged, problems: &problems)
         guard problems.isEmpty else { throw ConfigError(Self.inReadingOrder(problems, files: files)) }
-        return Configuration(daemon: daemon, cluster: cluster, feeds: feeds, files: files)
+        return Configuration(daemon: daemon, cluster: cluster, http: http, feeds: feeds, files: files)
     }
 
     /// Problems as a reader meets them: file by file in the order they are read, then by line and column.
@@ -342,7 +343,11 @@ public struct ConfigurationLoader: Sendable {
 private struct MergedTables {
     var daemon: [String: (document: TOMLDocument, value: JSONValue)] = [:]
     /// The first file's `[cluster]` table, and its keys from every file.
-    var cluster: (document: TOMLDocument, keys: [String: (document: TOMLDocument, value: JSONValue)])?
+    var cluster: KeyedTable?
+    /// The same for `[http]`.
+    var http: KeyedTable?
+
+    typealias KeyedTable = (document: TOMLDocument, keys: [String: (document: TOMLDocument, value: JSONValue)])
     var feeds: [String: (document: TOMLDocument, table: [String: JSONValue])] = [:]
 
     mutating func add(_ document: TOMLDocument, problems: inout [ConfigProblem]) {
@@ -355,12 +360,9 @@ private struct MergedTables {
                 }
                 for (name, setting) in table { daemon[name] = (document, setting) }
             case "cluster":
-                guard let table = value.objectValue else {
-                    problems.append(document.problem(at: [key], "cluster: expected a table"))
-                    continue
-                }
-                if cluster == nil { cluster = (document, [:]) }
-                for (name, setting) in table { cluster!.keys[name] = (document, setting) }
+                Self.add(value, named: key, from: document, to: &cluster, problems: &problems)
+            case "http":
+                Self.add(value, named: key, from: document, to: &http, problems: &problems)
             case "feeds":
                 guard let table = value.objectValue else {
                     problems.append(document.problem(at: [key], "feeds: expected a table of feeds"))
@@ -370,9 +372,21 @@ private struct MergedTables {
                     addFeed(name, feed, from: document, problems: &problems)
                 }
             default:
-                problems.append(document.problem(at: [key], "\(key): unknown table (expected [daemon], [cluster] or [feeds.NAME])"))
+                problems.append(document.problem(at: [key], "\(key): unknown table (expected [daemon], [cluster], [http] or [feeds.NAME])"))
             }
         }
+    }
+
+    /// Merges a table whose keys from later files win, remembering the first file that has it.
+    private static func add(
+        _ value: JSONValue, named key: String, from document: TOMLDocument, to merged: inout KeyedTable?, problems: inout [ConfigProblem]
+    ) {
+        guard let table = value.objectValue else {
+            problems.append(document.problem(at: [key], "\(key): expected a table"))
+            return
+        }
+        if merged == nil { merged = (document, [:]) }
+        for (name, setting) in table { merged!.keys[name] = (document, setting) }
     }
 
     private mutating func addFeed(_ name: String, _ value: JSONValue, from document: TOMLDocument, problems: inout [ConfigProblem]) {
