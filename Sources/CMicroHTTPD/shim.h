@@ -46,3 +46,10 @@ static inline int feedd_http_epoll_descriptor(struct MHD_Daemon *daemon)
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_EPOLL_FD);
     return info ? info->epoll_fd : -1;
 }
+
+// The socket of a connection, to size its send buffer.
+static inline int feedd_http_connection_descriptor(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
+}

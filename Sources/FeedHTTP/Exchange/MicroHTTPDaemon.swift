@@ -186,13 +186,22 @@ final class MicroHTTPDaemon {
         }
     }
 
-    private static let connectionNotified: MHD_NotifyConnectionCallback = { context, _, _, event in
-        nonisolated(unsafe) let context = context
+    /// The kernel's send buffer of each connection. A fixed size turns off its autotuning,
+    /// which lets the buffer of a client that does not read grow to megabytes (tcp_wmem): that
+    /// client would take that much of the stream before it stopped advancing.
+    static let sendBufferBytes: Int32 = 64 << 10
+
+    private static let connectionNotified: MHD_NotifyConnectionCallback = { context, connection, _, event in
+        nonisolated(unsafe) let call = (context, connection)
         MainActor.assumeIsolated {
-            let counters = daemon(context).counters
+            let counters = daemon(call.0).counters
             if event == .CONNECTION_NOTIFY_STARTED {
                 counters.connections += 1
                 counters.connectionsAccepted += 1
+                if let connection = call.1 {
+                    var size = sendBufferBytes
+                    _ = setsockopt(feedd_http_connection_descriptor(connection), SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+                }
             } else {
                 counters.connections -= 1
             }
