@@ -41,7 +41,7 @@ extension HTTPFront {
             self.stopWaiting(exchange)
             switch result {
             case .success(let generation):
-                logger.forFeed(feed).info("feed \(feed) refreshed over HTTP: generation \(generation)")
+                logger.forFeed(feed).info("refreshed over HTTP: generation \(generation)")
                 respond(exchange, .jsonObject { object in
                     object.field("type", "refreshed")
                     object.field("feed", feed)

@@ -76,7 +76,7 @@ final class PageGathering: FeedEventSink {
     // MARK: The answer
 
     /// `{"feed","generation","pages":[…],"end"}`: each page is the object of its `page` line.
-    static func body(feed: String, pages: [DeliveredPage], generation: Int, end: Bool) -> [UInt8] {
+    nonisolated static func body(feed: String, pages: [DeliveredPage], generation: Int, end: Bool) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(pages.reduce(96 + feed.utf8.count) { $0 + $1.openBody.count + 2 })
         var head = JSONObjectWriter()
@@ -95,14 +95,14 @@ final class PageGathering: FeedEventSink {
 
     /// Names an answer by what it holds: pages of a generation never change, so the generation,
     /// the first and last page and `end` say whether a client's copy is current.
-    static func entityTag(generation: Int, after: Int, pages: [DeliveredPage], end: Bool) -> String {
+    nonisolated static func entityTag(generation: Int, after: Int, pages: [DeliveredPage], end: Bool) -> String {
         let first = pages.first?.number ?? after
         let last = pages.last?.number ?? after
         return "\"\(generation)-\(first)-\(last)\(end ? "-end" : "")\""
     }
 
     /// Whether `ifNoneMatch` (a request's `If-None-Match`) names `tag`, or is `*`.
-    static func matches(_ ifNoneMatch: String?, _ tag: String) -> Bool {
+    nonisolated static func matches(_ ifNoneMatch: String?, _ tag: String) -> Bool {
         guard let ifNoneMatch else { return false }
         return ifNoneMatch.split(separator: ",").contains { candidate in
             var candidate = candidate.trimmingCharacters(in: .whitespaces)
