@@ -46,6 +46,9 @@ public final class HTTPFront: HTTPRequestHandler {
         var pageWindow = 4
     }
 
+    /// Each connection's buffer (see ``start(_:settings:)``): libmicrohttpd's own default.
+    static let connectionMemory = 32 << 10
+
     /// How often an event stream that sent nothing gets a comment, so that proxies keep it
     /// open and a client that left without a word is noticed.
     static let keepAliveInterval: Duration = .seconds(15)
@@ -76,9 +79,11 @@ public final class HTTPFront: HTTPRequestHandler {
     public func start(_ listeners: [HTTPListener], settings: HTTPSettings) throws(HTTPStartError) {
         let tls = settings.tlsCertificate.flatMap { certificate in settings.tlsKey.map { (certificate, $0.bytes) } }
         let timeout = Int(max(1, (limits.stallTimeout.wholeMilliseconds + 999) / 1000))
-        // Enough for a request whose target and header lines are each max_line_bytes long; the
-        // memory is mapped, and only what a connection uses costs anything.
-        let memory = max(64 << 10, 2 * limits.maxLineBytes + (32 << 10))
+        // libmicrohttpd's buffer for a connection's request header and the chunks of its answer,
+        // which it clears (so touches) whole between the requests of a kept-alive connection: it
+        // is what an idle connection costs. A header that does not fit is answered 431 by
+        // libmicrohttpd itself; within it, max_line_bytes applies (413 line_too_long).
+        let memory = Self.connectionMemory
         // A few connections beyond the limit are taken, to answer them 429.
         let connections = limits.maxClients + 64
         for listener in listeners {

@@ -12,7 +12,7 @@ enum EventFraming {
         Array("event: page\nid: \(generation):\(page)\ndata: ".utf8)
     }
 
-    static let pageTail: [UInt8] = Array("}\n\n".utf8)
+    static let pageTail = PageBytes(Array("}\n\n".utf8))
 
     static func refreshed(feed: String, generation: Int) -> [UInt8] {
         event("refreshed", id: "\(generation):0") { object in

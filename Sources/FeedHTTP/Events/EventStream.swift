@@ -26,8 +26,8 @@ final class EventStream: FeedEventSink {
     /// Whether anything was queued since the last keep-alive check.
     private var sentSinceKeepAlive = false
 
-    /// The most bytes one call of libmicrohttpd's copies: its buffer for the connection holds what
-    /// the client has not read yet, and so stays this small.
+    /// The most bytes one call of libmicrohttpd's copies (into its buffer for the connection,
+    /// ``HTTPFront/connectionMemory`` less the request's header).
     static let chunkLimit = 32 * 1024
 
     init(feed: String, access: FeedAccess, counters: HTTPCounters, window: Int) {
@@ -52,7 +52,7 @@ final class EventStream: FeedEventSink {
         guard !isEnding else { return }
         switch event {
         case .page(let page):
-            queue.append(EventFraming.pageHead(generation: page.generation, page: page.number), endsPage: false)
+            queue.append(PageHeads.head(of: page), endsPage: false)
             queue.append(page.openBody, endsPage: false)
             queue.append(EventFraming.pageTail, endsPage: true)
         case .end(let page):
@@ -196,5 +196,20 @@ struct OutgoingQueue {
             first = 0
         }
         return written
+    }
+}
+
+/// The head of the page event last framed, shared by every stream it goes to: a page reaches
+/// a thousand followers one after another, and each would otherwise allocate the same bytes.
+@MainActor
+enum PageHeads {
+    /// The page's body is kept with its head, so that no other page's can take its address.
+    private static var last: (body: PageBytes, head: PageBytes)?
+
+    static func head(of page: DeliveredPage) -> PageBytes {
+        if let last, last.body === page.openBody { return last.head }
+        let head = PageBytes(EventFraming.pageHead(generation: page.generation, page: page.number))
+        last = (page.openBody, head)
+        return head
     }
 }
