@@ -167,16 +167,7 @@ enum HTTPScenarios {
         let client = try world.daemon.connect()
         try client.send("next users")
         _ = try client.read(until: "page")
-        var socketLatencies: [Double] = []
-        for _ in 0..<samples {
-            Thread.sleep(forTimeInterval: pause.seconds)
-            let started = ContinuousClock.now
-            try client.send("next users")
-            guard let line = try client.connection.readLine(), line.starts(with: Array(#"{"type":"page""#.utf8)) else {
-                throw TestFailure("expected a page line")
-            }
-            socketLatencies.append((ContinuousClock.now - started).milliseconds)
-        }
+        let socketLatencies = try Scenarios.timedNexts(client, samples: samples, pause: pause)
         let connection = try world.connect()
         defer { close(connection) }
         var reader = KeepAliveReader(descriptor: connection)

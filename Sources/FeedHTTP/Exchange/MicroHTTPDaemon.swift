@@ -66,6 +66,9 @@ final class MicroHTTPDaemon {
             }
             flags |= MHD_USE_TLS.rawValue
         }
+        // A socket systemd passed is blocking; libmicrohttpd's accept must never wait.
+        _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(listener, F_SETFD, FD_CLOEXEC)
         let context = Unmanaged.passUnretained(self).toOpaque()
         let started: OpaquePointer? = withOptionalCString(tls?.certificate) { certificate in
             withOptionalCString(tls.map { String(decoding: $0.key, as: UTF8.self) }) { key in
