@@ -45,7 +45,8 @@ extension HTTPFront {
         case .pages(let pages, let generation, let end, _):
             let tag = PageGathering.entityTag(generation: generation, after: after, pages: pages, end: end)
             if PageGathering.matches(exchange.header("If-None-Match"), tag) { return .notModified(etag: tag) }
-            var answer = HTTPAnswer.json(PageGathering.body(feed: feed, pages: pages, generation: generation, end: end))
+            var answer = HTTPAnswer.json([])
+            answer.body = .pieces(PageGathering.body(feed: feed, pages: pages, generation: generation, end: end))
             answer.header("ETag", tag)
             // Stored, but checked again each time: the next request may bring more.
             answer.setHeader("Cache-Control", "no-cache")

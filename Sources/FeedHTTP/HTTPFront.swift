@@ -53,6 +53,8 @@ public final class HTTPFront: HTTPRequestHandler {
     /// open and a client that left without a word is noticed.
     static let keepAliveInterval: Duration = .seconds(15)
 
+    /// A front for the feeds of `directory`; `socketMetrics` gives the socket server's figures,
+    /// which its own are added to. It serves nothing until ``start(_:settings:)``.
     public init(
         directory: FeedDirectory, socketMetrics: @escaping @MainActor () -> MetricsSnapshot, settings: HTTPSettings, daemon: DaemonSettings,
         logger: Logger, loop: EventLoop
@@ -103,6 +105,7 @@ public final class HTTPFront: HTTPRequestHandler {
         if phase == .starting { phase = .ready }
     }
 
+    /// HTTP connections open now.
     public var clientCount: Int { counters.connections }
 
     /// Ends every event stream with a `bye` event, answers every waiting request 503
@@ -124,10 +127,12 @@ public final class HTTPFront: HTTPRequestHandler {
         if phase == .stopping, streams.isEmpty { drained() }
     }
 
+    /// Calls the shutdown's completion, on a turn of its own: the last stream usually ends inside
+    /// a call from libmicrohttpd, which must not be where the daemon stops.
     private func drained() {
         guard let onDrained else { return }
         self.onDrained = nil
-        onDrained()
+        loop.scheduleTimer(after: .zero) { onDrained() }
     }
 
     private func keepAlive() {

@@ -4,10 +4,12 @@ import Glibc
 
 /// A listening socket for the HTTP front: bound here from `[http] listen`, or passed by systemd.
 public struct HTTPListener: Sendable {
+    /// A listening stream socket, which the front owns once it starts.
     public let descriptor: Int32
     /// What it listens on, for the log: `127.0.0.1:8080`, a path, or `fd 4 (systemd)`.
     public let name: String
 
+    /// A socket bound elsewhere (passed by systemd).
     public init(descriptor: Int32, name: String) {
         self.descriptor = descriptor
         self.name = name

@@ -112,6 +112,37 @@ import TestSupport
         #expect(try world.curl("/healthz").status == 200, "and the daemon carries on")
     }
 
+    @Test func clients_that_never_read_their_pages_share_them_and_cost_little() throws {
+        let directory = try TemporaryDirectory()
+        let pad = String(repeating: "y", count: 2000)
+        try directory.write("numbers.ndjson", (1...1000).map { #"{"n":\#($0),"pad":"\#(pad)"}"# }.joined(separator: "\n") + "\n")
+        let world = try HTTPWorld(pageSize: 10, directory: directory)
+        // The pages once, into the cache.
+        #expect(try world.curl("/v1/feeds/numbers/pages?count=100").pageNumbers.count == 100)
+        let before = try world.daemon.memory("VmRSS")
+        let result = try world.python("""
+            import json, socket, sys, time, urllib.parse, urllib.request
+            url = urllib.parse.urlparse(sys.argv[1])
+            held = []
+            for _ in range(100):
+                connection = socket.socket()
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                connection.connect((url.hostname, url.port))
+                connection.sendall(b"GET /v1/feeds/numbers/pages?count=100 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                held.append(connection)
+            time.sleep(1.0)
+            with urllib.request.urlopen(sys.argv[1] + "/v1/feeds/numbers/pages?after=50", timeout=10) as reply:
+                other = [page["page"] for page in json.load(reply)["pages"]]
+            print(json.dumps({"other": other}))
+            """)
+        let after = try world.daemon.memory("VmRSS")
+        #expect(result["other"] == [51], "others are served meanwhile")
+        if !Sanitizer.isActive {
+            // A copy of each 2 MB answer would be 200 MB.
+            #expect(after - before < 40 * 1024, "VmRSS grew by \(after - before) kB")
+        }
+    }
+
     @Test func a_matching_etag_is_answered_304() throws {
         let world = try HTTPWorld()
         let first = try world.curl("/v1/feeds/numbers/pages?after=2&count=2")

@@ -7,12 +7,14 @@ public struct HTTPSettings: Sendable, Equatable {
     /// Where to listen: `host:port` (`[::1]:8080` for IPv6; port 0 takes any free port, which the
     /// log names) or an absolute Unix socket path.
     public var listen: [HTTPListenAddress] = []
+    /// `tokens_dir`: where the `FEED.token` files are.
     public var tokensDirectory: String?
     /// The bearer tokens of `tokens_dir`, read when the configuration is loaded (at start and on
     /// every reload): `FEED.token` by feed name, and `_metrics.token` as ``metricsTokenName``.
     public var tokens: [String: SecretText] = [:]
     /// Origins whose pages may call the API from a browser; `"*"` is any origin.
     public var corsOrigins: [String] = []
+    /// `tls_cert` and `tls_key`: PEM files, both or neither.
     public var tlsCertificateFile: String?
     public var tlsKeyFile: String?
     /// The PEM text of `tls_cert` and `tls_key`, read with the configuration.
@@ -27,6 +29,7 @@ public struct HTTPSettings: Sendable, Equatable {
     /// The token file name (without `.token`) that guards `GET /metrics`; no feed has this name.
     public static let metricsTokenName = "_metrics"
 
+    /// No listener, no token, no origin: what an `[http]` table without keys says.
     public init() {}
 
     /// Whether TLS is configured (`tls_cert` and `tls_key` come together).
@@ -70,6 +73,7 @@ public enum HTTPListenAddress: Sendable, Hashable, CustomStringConvertible {
 /// A secret read from a file (a bearer token, a TLS key): its bytes, which no description,
 /// log line or error message ever shows.
 public struct SecretText: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The secret itself; hand it only to what uses it (a digest, libmicrohttpd's TLS).
     public let bytes: [UInt8]
 
     public init(_ bytes: [UInt8]) {

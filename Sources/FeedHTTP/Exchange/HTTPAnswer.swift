@@ -5,6 +5,9 @@ import FeedKit
 struct HTTPAnswer {
     enum Body {
         case bytes([UInt8])
+        /// The body as pieces sent in turn without copying, such as the pages of the feed's
+        /// cache: however long the client takes, it holds only references to them.
+        case pieces([PageBytes])
         /// Written as the stream produces it, for as long as it lasts.
         case events(EventStream)
     }

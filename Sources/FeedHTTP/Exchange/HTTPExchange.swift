@@ -188,6 +188,9 @@ final class HTTPExchange {
             bytes.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
             response = MHD_create_response_from_buffer(bytes.count, copy, .RESPMEM_MUST_FREE)
             if response == nil { free(copy) }
+        case .pieces(let pieces):
+            counters.bytesSent += pieces.reduce(0) { $0 + $1.count }
+            response = Self.response(sending: pieces)
         case .events(let stream):
             response = stream.makeResponse(connection: connection, daemon: daemon)
         }
@@ -198,6 +201,28 @@ final class HTTPExchange {
         for (name, value) in answer.headers { MHD_add_response_header(response, name, value) }
         MHD_queue_response(connection, UInt32(answer.status), response)
         MHD_destroy_response(response)
+    }
+}
+
+extension HTTPExchange {
+    /// A response that sends `pieces` as they are; it keeps them until libmicrohttpd is done.
+    fileprivate static func response(sending pieces: [PageBytes]) -> OpaquePointer? {
+        let vectors = pieces.map { MHD_IoVec(iov_base: $0.buffer.baseAddress, iov_len: $0.count) }
+        let kept = Unmanaged.passRetained(KeptPieces(pieces)).toOpaque()
+        let response = MHD_create_response_from_iovec(vectors, UInt32(vectors.count), { kept in
+            Unmanaged<KeptPieces>.fromOpaque(kept!).release()
+        }, kept)
+        if response == nil { Unmanaged<KeptPieces>.fromOpaque(kept).release() }
+        return response
+    }
+}
+
+/// The pieces of a response, alive while libmicrohttpd sends them.
+private final class KeptPieces {
+    let pieces: [PageBytes]
+
+    init(_ pieces: [PageBytes]) {
+        self.pieces = pieces
     }
 }
 

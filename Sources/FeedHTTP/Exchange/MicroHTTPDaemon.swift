@@ -231,6 +231,7 @@ final class MicroHTTPDaemon {
 
 /// Why the HTTP front could not start.
 public struct HTTPStartError: Error, CustomStringConvertible {
+    /// What failed and where: the listener, and the reason.
     public let description: String
 
     init(_ description: String) {

@@ -75,22 +75,27 @@ final class PageGathering: FeedEventSink {
 
     // MARK: The answer
 
-    /// `{"feed","generation","pages":[…],"end"}`: each page is the object of its `page` line.
-    nonisolated static func body(feed: String, pages: [DeliveredPage], generation: Int, end: Bool) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(pages.reduce(96 + feed.utf8.count) { $0 + $1.openBody.count + 2 })
+    /// `{"feed","generation","pages":[…],"end"}`: each page is the object of its `page` line,
+    /// sent from the feed's own bytes.
+    nonisolated static func body(feed: String, pages: [DeliveredPage], generation: Int, end: Bool) -> [PageBytes] {
         var head = JSONObjectWriter()
         head.field("feed", feed)
         head.field("generation", generation)
-        bytes += head.finish().dropLast()
-        bytes += Array(#","pages":["#.utf8)
+        var pieces = [PageBytes(head.finish().dropLast() + Array(#","pages":["#.utf8))]
         for (index, page) in pages.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes += page.openBody.buffer
-            bytes.append(UInt8(ascii: "}"))
+            pieces.append(page.openBody)
+            pieces.append(index == pages.count - 1 ? Closings.last : Closings.between)
         }
-        bytes += Array((end ? #"],"end":true}"# : #"],"end":false}"#).utf8)
-        return bytes
+        pieces.append(end ? Closings.ended : Closings.notEnded)
+        return pieces
+    }
+
+    /// The bytes between and after the pages, shared by every answer.
+    private enum Closings {
+        static let between = PageBytes(Array("},".utf8))
+        static let last = PageBytes(Array("}".utf8))
+        static let ended = PageBytes(Array(#"],"end":true}"#.utf8))
+        static let notEnded = PageBytes(Array(#"],"end":false}"#.utf8))
     }
 
     /// Names an answer by what it holds: pages of a generation never change, so the generation,

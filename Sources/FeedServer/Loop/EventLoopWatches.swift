@@ -30,6 +30,7 @@ extension EventLoop {
         ScheduledTimer(timer: schedule(after: delay, fire))
     }
 
+    /// Cancels a timer that has not fired; a fired or cancelled one is left alone.
     public func cancel(_ timer: ScheduledTimer) {
         cancel(timer.timer)
     }
