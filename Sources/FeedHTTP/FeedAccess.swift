@@ -69,8 +69,6 @@ final class FeedReading: SubscriptionOutput {
 
     /// The last page delivered in the current generation.
     var position: Int { subscription?.position ?? 0 }
-    /// The last page acknowledged.
-    var cursor: Int { subscription?.cursor ?? 0 }
     /// The feed's generation now, which is the reading's.
     var generation: Int { subscription?.feed.generation ?? 0 }
     var isOpen: Bool { subscription != nil }

@@ -105,9 +105,6 @@ public final class HTTPFront: HTTPRequestHandler {
         if phase == .starting { phase = .ready }
     }
 
-    /// HTTP connections open now.
-    public var clientCount: Int { counters.connections }
-
     /// Ends every event stream with a `bye` event, answers every waiting request 503
     /// `shutting_down` and from now on every new one (`/healthz` 503), and calls `completion`
     /// once the streams are written or `deadline` has passed.

@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import FeedKit
+import FeedServer
 
 /// One client's `GET /v1/feeds/F/events`: a following reading of the feed, written as
 /// Server-Sent Events for as long as the client stays.
@@ -20,6 +21,9 @@ final class EventStream: FeedEventSink {
     var reading: FeedReading?
     private var connection: OpaquePointer?
     private weak var daemon: MicroHTTPDaemon?
+    /// While suspended, libmicrohttpd does not see the client leave: the event loop watches its
+    /// socket for that meanwhile, so a client that left frees its slot at once.
+    private var hangUpWatch: EventLoop.ReadableWatch?
     private var isSuspended = false
     /// Set once the last event is queued: the stream ends when it is written.
     private var isEnding = false
@@ -72,8 +76,26 @@ final class EventStream: FeedEventSink {
     func flush() {
         guard isSuspended, let connection, !queue.isEmpty || isEnding else { return }
         isSuspended = false
+        stopWatchingHangUp()
         MHD_resume_connection(connection)
         daemon?.runSoon()
+    }
+
+    /// Suspends the connection until an event comes, watching for the client to leave meanwhile.
+    private func suspend(_ connection: OpaquePointer) {
+        isSuspended = true
+        MHD_suspend_connection(connection)
+        if let loop = daemon?.loop {
+            hangUpWatch = loop.watchHangUp(feedd_http_connection_descriptor(connection)) { [weak self] in
+                self?.stopWatchingHangUp()
+                self?.finish(with: nil)
+            }
+        }
+    }
+
+    private func stopWatchingHangUp() {
+        if let hangUpWatch, let loop = daemon?.loop { loop.stopWatching(hangUpWatch) }
+        hangUpWatch = nil
     }
 
     // MARK: The stream's life
@@ -99,6 +121,7 @@ final class EventStream: FeedEventSink {
 
     /// libmicrohttpd ended the request (the client left, or the stream ended).
     func connectionEnded() {
+        stopWatchingHangUp()
         connection = nil
         isSuspended = false
         isEnding = true
@@ -122,10 +145,7 @@ final class EventStream: FeedEventSink {
     private func fill(_ buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
         if queue.isEmpty {
             if isEnding || connection == nil { return Self.endOfStream }
-            if let connection {
-                isSuspended = true
-                MHD_suspend_connection(connection)
-            }
+            if let connection { suspend(connection) }
             return 0
         }
         let pagesBefore = queue.pageCount

@@ -128,8 +128,6 @@ final class HTTPExchange {
         }
     }
 
-    var isAnswered: Bool { state == .answered || state == .resuming || state == .finished }
-
     /// libmicrohttpd is calling the access handler, with a piece of the body (`receivingBody`)
     /// or not; `body` runs within the call. After a call without body, an answer given earlier
     /// is queued, and if there is none while the request is complete, the connection is suspended.

@@ -37,7 +37,7 @@ final class MicroHTTPDaemon {
     }
 
     private var daemon: OpaquePointer?
-    private let loop: EventLoop
+    let loop: EventLoop
     private var watch: EventLoop.ReadableWatch?
     /// The timer that runs libmicrohttpd at the deadline it asked for, and that deadline.
     private var timer: (timer: EventLoop.ScheduledTimer, deadline: ContinuousClock.Instant)?
@@ -121,18 +121,6 @@ final class MicroHTTPDaemon {
             self?.timer = nil
             self?.run()
         }, .now)
-    }
-
-    /// Stops accepting and closes every connection. Suspended connections must be resumed first
-    /// (libmicrohttpd's rule); the front ends every exchange before it stops.
-    func stop() {
-        guard let daemon else { return }
-        if let watch { loop.stopWatching(watch) }
-        if let timer { loop.cancel(timer.timer) }
-        watch = nil
-        timer = nil
-        self.daemon = nil
-        MHD_stop_daemon(daemon)
     }
 
     // MARK: libmicrohttpd's callbacks

@@ -1,3 +1,5 @@
+import CEventLoop
+
 /// The event loop's descriptors and timers for another front of the daemon: the HTTP front
 /// watches libmicrohttpd's epoll descriptor here, so its requests are served on the main actor
 /// within the same wake-ups as the socket's, and sets its timers on the loop's own timerfd.
@@ -17,6 +19,12 @@ extension EventLoop {
     /// left unread is reported again on the next turn.
     public func watchReadable(_ descriptor: Int32, handler: @escaping @MainActor () -> Void) -> ReadableWatch {
         ReadableWatch(registration: watch(descriptor, for: .readable) { _ in handler() })
+    }
+
+    /// Calls `handler` on the main actor when the peer of `descriptor`, a connected socket, hangs
+    /// up (or the socket fails); what it sends does not wake it.
+    public func watchHangUp(_ descriptor: Int32, handler: @escaping @MainActor () -> Void) -> ReadableWatch {
+        ReadableWatch(registration: watch(descriptor, for: Interest(rawValue: EPOLLRDHUP.rawValue)) { _ in handler() })
     }
 
     /// Forgets a descriptor; call it before closing the descriptor.
