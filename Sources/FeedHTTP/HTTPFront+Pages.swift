@@ -9,6 +9,10 @@ extension HTTPFront {
         } catch {
             return respond(exchange, .error(error))
         }
+        // HEAD has no effect, and a consumer's read acknowledges.
+        if parameters.consumer != nil, exchange.method == "HEAD" {
+            return respond(exchange, .error(.badRequest("a consumer reads with GET: its read acknowledges what it was given", feed: feed)))
+        }
         wait(exchange)
         guard let consumer = parameters.consumer else {
             return serveAnonymousPages(exchange, feed: feed, after: parameters.after ?? 0, count: parameters.count)

@@ -24,7 +24,8 @@ import TestSupport
                              "--window-size=800,600", "--user-data-dir=" + tempfile.mkdtemp()]:
                 options.add_argument(argument)
             browser = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-            wait = WebDriverWait(browser, 10)
+            # Generous for a daemon under the thread sanitizer; a normal run takes seconds in all.
+            wait = WebDriverWait(browser, 20)
             def shown():
                 return browser.execute_script(
                     "return [...document.querySelectorAll('section.page')].map(s => [+s.dataset.generation, +s.dataset.page])")
@@ -45,7 +46,7 @@ import TestSupport
                     scrolls.append(settled(count))
                 report["scrolls"] = scrolls
                 browser.find_element("id", "refresh").click()
-                wait.until(lambda _: shown() and shown()[0][0] == 2)
+                wait.until(lambda _: [pages[0][0] for pages in [shown()] if pages] == [2])
                 report["refreshed"] = settled(1)
                 for count in range(2, 7):
                     browser.execute_script("window.scrollTo(0, document.body.scrollHeight)")
@@ -57,7 +58,7 @@ import TestSupport
             finally:
                 browser.quit()
             print(json.dumps(report))
-            """#, timeout: 50)
+            """#, timeout: 120)
         #expect(result["opened"] == [[1, 1]])
         #expect(result["first_item"] == #"{"n":1}"#, "an item shows its data as text")
         #expect(result["scrolls"] == [[[1, 1], [1, 2]], [[1, 1], [1, 2], [1, 3]], [[1, 1], [1, 2], [1, 3], [1, 4]]], "one new page per scroll, in order")

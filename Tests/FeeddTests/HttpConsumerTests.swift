@@ -64,6 +64,14 @@ import TestSupport
         #expect(try Self.pages(world, "slow", count: 1) == [3])
     }
 
+    @Test func a_head_request_never_moves_a_consumer() throws {
+        let world = try HTTPWorld(pageSize: 1)
+        #expect(try Self.pages(world, "c1", count: 2) == [1, 2])
+        let head = try world.curl("/v1/feeds/numbers/pages?consumer=c1&count=2", ["-I"])
+        #expect(head.status == 400)
+        #expect(try Self.pages(world, "c1", count: 1) == [3])
+    }
+
     @Test func after_repositions_a_consumer() throws {
         let world = try HTTPWorld(pageSize: 1)
         #expect(try Self.pages(world, "c1", count: 1) == [1])

@@ -114,11 +114,11 @@ import TestSupport
 
     @Test func clients_that_never_read_their_pages_share_them_and_cost_little() throws {
         let directory = try TemporaryDirectory()
-        let pad = String(repeating: "y", count: 2000)
-        try directory.write("numbers.ndjson", (1...1000).map { #"{"n":\#($0),"pad":"\#(pad)"}"# }.joined(separator: "\n") + "\n")
+        let pad = String(repeating: "y", count: 4000)
+        try directory.write("numbers.ndjson", (1...500).map { #"{"n":\#($0),"pad":"\#(pad)"}"# }.joined(separator: "\n") + "\n")
         let world = try HTTPWorld(pageSize: 10, directory: directory)
-        // The pages once, into the cache.
-        #expect(try world.curl("/v1/feeds/numbers/pages?count=100").pageNumbers.count == 100)
+        // The pages once, into the cache (slow under the thread sanitizer).
+        #expect(try world.curl("/v1/feeds/numbers/pages?count=50", timeout: 90).pageNumbers.count == 50)
         let before = try world.daemon.memory("VmRSS")
         let result = try world.python("""
             import json, socket, sys, time, urllib.parse, urllib.request
@@ -128,15 +128,15 @@ import TestSupport
                 connection = socket.socket()
                 connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
                 connection.connect((url.hostname, url.port))
-                connection.sendall(b"GET /v1/feeds/numbers/pages?count=100 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                connection.sendall(b"GET /v1/feeds/numbers/pages?count=50 HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
                 held.append(connection)
             time.sleep(1.0)
-            with urllib.request.urlopen(sys.argv[1] + "/v1/feeds/numbers/pages?after=50", timeout=10) as reply:
+            with urllib.request.urlopen(sys.argv[1] + "/v1/feeds/numbers/pages?after=20", timeout=30) as reply:
                 other = [page["page"] for page in json.load(reply)["pages"]]
             print(json.dumps({"other": other}))
             """)
         let after = try world.daemon.memory("VmRSS")
-        #expect(result["other"] == [51], "others are served meanwhile")
+        #expect(result["other"] == [21], "others are served meanwhile")
         if !Sanitizer.isActive {
             // A copy of each 2 MB answer would be 200 MB.
             #expect(after - before < 40 * 1024, "VmRSS grew by \(after - before) kB")

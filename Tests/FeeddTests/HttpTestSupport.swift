@@ -56,8 +56,8 @@ final class HTTPWorld: Sendable {
     }
 
     /// `curl` for `path` (with its query) and `arguments` (`-X POST`, `-H …`, `-d …`).
-    func curl(_ path: String, _ arguments: [String] = []) throws -> HTTPReply {
-        try HTTPReply.curl(["\(baseURL)\(path)"] + arguments)
+    func curl(_ path: String, _ arguments: [String] = [], timeout: Int = 20) throws -> HTTPReply {
+        try HTTPReply.curl(["\(baseURL)\(path)"] + arguments, timeout: timeout)
     }
 
     /// Runs `script` with Python's standard library only (Debian's python3, `base_url` as its
@@ -84,9 +84,9 @@ struct HTTPReply {
 
     var json: JSONValue? { try? JSONValue(parsing: body) }
 
-    /// Runs `curl -si` with `arguments`, within 20 s.
-    static func curl(_ arguments: [String]) throws -> HTTPReply {
-        let result = try ChildProcess.run("/usr/bin/curl", ["-s", "-S", "-i", "--max-time", "20"] + arguments)
+    /// Runs `curl -si` with `arguments`, within `timeout` seconds.
+    static func curl(_ arguments: [String], timeout: Int = 20) throws -> HTTPReply {
+        let result = try ChildProcess.run("/usr/bin/curl", ["-s", "-S", "-i", "--max-time", String(timeout)] + arguments)
         guard result.status == 0 else { throw TestFailure("curl \(arguments.joined(separator: " ")) failed: \(result.errors)") }
         return try parse(result.output)
     }
