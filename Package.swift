@@ -2,7 +2,7 @@
 import PackageDescription
 
 // The layout shows the architecture (SPEC §7):
-//   FeedKit  ←  Plugins/*  ←  FeedEngine  ←  FeedServer, SystemdSupport  ←  Daemon  ←  feedd
+//   FeedKit  ←  Plugins/*  ←  FeedEngine  ←  FeedServer, FeedHTTP, SystemdSupport  ←  Daemon  ←  feedd
 // and FeedClient ← feedctl, TestSupport. Adapters import FeedKit and nothing else (but a C library
 // of their own: rss reads XML with libxml2).
 let package = Package(
@@ -72,6 +72,16 @@ let package = Package(
         .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedState", "FeedKit", "FeedClient", "CEventLoop"]),
         // epoll, eventfd and libdispatch's main-queue hooks, for the event loop.
         .systemLibrary(name: "CEventLoop"),
+        // The HTTP front (SPEC §11): JSON pages, Server-Sent Events and the infinite-scroll page,
+        // served by libmicrohttpd from the daemon's own event loop.
+        .target(name: "FeedHTTP", dependencies: ["FeedEngine", "FeedServer", "FeedKit", "CMicroHTTPD", "CSodium"]),
+        // libmicrohttpd (its TLS through GnuTLS), and libsodium for comparing bearer tokens in constant time.
+        .systemLibrary(
+            name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(
+            name: "CSodium", pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]),
         // sd_notify, the watchdog, socket activation and journald-style logging.
         .target(name: "SystemdSupport", dependencies: ["CSystemd", "FeedKit"]),
         // A small blocking client for the socket, used by feedctl and the tests.
@@ -82,7 +92,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "FeedKit", "FeedEngine", "FeedState", "FeedServer", "SystemdSupport", "FeedFleet",
+                "FeedKit", "FeedEngine", "FeedState", "FeedServer", "FeedHTTP", "SystemdSupport", "FeedFleet",
                 "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter", "HTTPAdapter", "RSSAdapter",
                 "MergeAdapter", "ConformanceKit",
             ]),
@@ -108,6 +118,7 @@ let package = Package(
         // Writes to a state store until killed; FeedStateTests kill it with SIGKILL mid-commit.
         .executableTarget(name: "feedd-state-torture", dependencies: ["FeedState", "FeedKit"], path: "Tests/StateTorture"),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
+        .testTarget(name: "FeedHTTPTests", dependencies: ["FeedHTTP", "FeedEngine", "FeedKit"]),
         .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport", "FeedKit"]),
         // FeedCluster: FleetTests read the pages feedd publishes as any NATS client would.
         .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit", "FeedCluster"]),

@@ -62,7 +62,7 @@ import Testing
         #expect(messages("[daemon]\ncolour = 3\n") == ["daemon.colour: unknown key"])
         #expect(messages(Self.fileFeed + "page-size = 3\n") == ["feeds.a.page-size: unknown key for source \"file\"; did you mean \"page_size\"?"])
         #expect(messages(Self.fileFeed + "cache_byte = \"1MiB\"\n") == ["feeds.a.cache_byte: unknown key for source \"file\"; did you mean \"cache_bytes\"?"])
-        #expect(messages("[feed.a]\nsource = \"file\"\n") == ["feed: unknown table (expected [daemon], [cluster] or [feeds.NAME]); did you mean \"feeds\"?"])
+        #expect(messages("[feed.a]\nsource = \"file\"\n") == ["feed: unknown table (expected [daemon], [cluster], [http] or [feeds.NAME]); did you mean \"feeds\"?"])
         #expect(messages("[daemon]\nlog_level = \"warn\"\n") == [
             "daemon.log_level: \"warn\" is not a log level (debug, info, notice, warning, error); did you mean \"warning\"?"
         ])

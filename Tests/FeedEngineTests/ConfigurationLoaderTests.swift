@@ -64,7 +64,7 @@ import Testing
         } catch {
             let messages = error.problems.map(\.message)
             #expect(messages.contains("feeds.a.poll: must be longer than zero"))
-            #expect(messages.contains("extra: unknown table (expected [daemon], [cluster] or [feeds.NAME])"))
+            #expect(messages.contains("extra: unknown table (expected [daemon], [cluster], [http] or [feeds.NAME])"))
         }
     }
 

@@ -140,7 +140,7 @@ import TestSupport
         #expect(output.split(separator: "\n").map(String.init) == [
             "\(path):4:1: feeds.a.follow: expected a boolean, got an integer",
             "\(directory)/10-b.toml:1:8: feeds.b.path: is required",
-            "\(directory)/20-c.toml:1:2: deamon: unknown table (expected [daemon], [cluster] or [feeds.NAME]); did you mean \"daemon\"?",
+            "\(directory)/20-c.toml:1:2: deamon: unknown table (expected [daemon], [cluster], [http] or [feeds.NAME]); did you mean \"daemon\"?",
         ])
     }
 

@@ -24,6 +24,7 @@ public struct ConfigReference: Sendable {
             sections.append(Section(name: source, heading: "source = \"\(source)\"", keys: type.configKeys))
         }
         sections.append(Section(name: "cluster", heading: "[cluster]", keys: ClusterKeys.keys))
+        sections.append(Section(name: "http", heading: "[http]", keys: HTTPTable.keys.declarations()))
         self.sections = sections
     }
 }

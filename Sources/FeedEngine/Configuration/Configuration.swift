@@ -96,6 +96,8 @@ public struct Configuration: Sendable {
     public var daemon: DaemonSettings
     /// The fleet this instance belongs to, or nil when it runs alone.
     public var cluster: ClusterSettings?
+    /// The HTTP front (SPEC §11), or nil without an `[http]` table.
+    public var http: HTTPSettings?
     /// Sorted by name.
     public var feeds: [FeedDefinition]
     /// The files it was read from, main file first, or the name of the embedded default.

@@ -44,7 +44,8 @@ public struct ConfigurationLoader: Sendable {
         for document in documents {
             merged.add(document, problems: &findings.problems)
         }
-        let daemon = readDaemonSettings(merged.section("daemon"), findings: &findings)
+        let daemon = Self.read(merged.section("daemon"), named: "daemon", keys: DaemonTable.keys, into: DaemonSettings(), findings: &findings)
+        let http = merged.section("http").map { Self.read($0, named: "http", keys: HTTPTable.keys, into: HTTPSettings(), findings: &findings) }
         let cluster = readClusterSettings(Self.withoutUnknownClusterKeys(merged.section("cluster"), problems: &findings.problems), problems: &findings.problems)
         let builder = FeedBuilder(registry: registry, logger: logger, transport: transport, feedReader: feedReader)
         var feeds: [FeedDefinition] = []
@@ -61,7 +62,7 @@ public struct ConfigurationLoader: Sendable {
         }
         let ordered = findings.inReadingOrder(files: files)
         guard ordered.problems.isEmpty else { throw ConfigError(ordered.problems, warnings: ordered.warnings, feeds: feeds) }
-        return Configuration(daemon: daemon, cluster: cluster, feeds: feeds, files: files, warnings: ordered.warnings)
+        return Configuration(daemon: daemon, cluster: cluster, http: http, feeds: feeds, files: files, warnings: ordered.warnings)
     }
 
     /// The parsed main text and drop-ins, and the names of every file read, in reading order.
@@ -92,20 +93,23 @@ public struct ConfigurationLoader: Sendable {
         return (documents, files)
     }
 
-    /// The `[daemon]` table, each key's problem placed in the file that set it last.
-    private func readDaemonSettings(_ section: MergedSection?, findings: inout ConfigFindings) -> DaemonSettings {
-        var settings = DaemonSettings()
+    /// A table read key by key from `keys` into `settings` (`[daemon]`, `[http]`), each key's
+    /// problem placed in the file that set it last.
+    private static func read<Settings>(
+        _ section: MergedSection?, named name: String, keys: [SettingKey<Settings>], into settings: Settings, findings: inout ConfigFindings
+    ) -> Settings {
+        var settings = settings
         guard let section else { return settings }
         let values = section.keys.mapValues(\.value)
-        let table = ConfigTable(name: "daemon", values: values, declared: DaemonTable.keys.declarations())
+        let table = ConfigTable(name: name, values: values, declared: keys.declarations())
         func place(_ key: String, _ message: String) -> ConfigProblem {
-            (section.keys[key]?.document ?? section.document).problem(at: ["daemon", key], message)
+            (section.keys[key]?.document ?? section.document).problem(at: [name, key], message)
         }
-        let failed = DaemonTable.keys.read(from: table, into: &settings) { findings.problems.append(place($0.key, $0.description)) }
-        for (key, message) in table.unknownKeyMessages(known: DaemonTable.keys.declarations()) {
+        let failed = keys.read(from: table, into: &settings) { findings.problems.append(place($0.key, $0.description)) }
+        for (key, message) in table.unknownKeyMessages(known: keys.declarations()) {
             findings.problems.append(place(key, message))
         }
-        findings.warnings += PathWarnings.check(values.filter { !failed.contains($0.key) }, declared: DaemonTable.keys.declarations(), table: "daemon", place: place)
+        findings.warnings += PathWarnings.check(values.filter { !failed.contains($0.key) }, declared: keys.declarations(), table: name, place: place)
         return settings
     }
 

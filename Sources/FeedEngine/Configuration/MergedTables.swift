@@ -10,7 +10,7 @@ typealias MergedSection = (document: TOMLDocument, keys: [String: MergedValue])
 /// later files win, and a feed may be defined in one file only.
 struct MergedTables {
     /// The top-level tables besides `[feeds.NAME]`.
-    static let sectionNames = ["daemon", "cluster"]
+    static let sectionNames = ["daemon", "cluster", "http"]
 
     private(set) var sections: [String: MergedSection] = [:]
     private(set) var feeds: [String: (document: TOMLDocument, table: [String: JSONValue])] = [:]

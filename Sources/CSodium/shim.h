@@ -1,0 +1,2 @@
+// libsodium (Debian's libsodium-dev): the HTTP front compares bearer tokens in constant time.
+#include <sodium.h>
