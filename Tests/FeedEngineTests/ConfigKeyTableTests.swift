@@ -44,7 +44,7 @@ import Testing
     @Test func every_declared_key_is_read_by_the_loader() {
         let reference = ConfigReference(registry: AdapterRegistry([FileSource.self]))
         for section in reference.sections {
-            let table = section.name == "daemon" || section.name == "cluster" ? "[\(section.name)]\n" : Self.fileFeed
+            let table = ["daemon", "cluster", "http"].contains(section.name) ? "[\(section.name)]\n" : Self.fileFeed
             for key in section.keys {
                 let text: String
                 switch key.defaultValue {
