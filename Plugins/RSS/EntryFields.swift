@@ -1,0 +1,145 @@
+import FeedKit
+
+/// How a text's characters are to be read: as text, as HTML (escaped or in CDATA, or inline), or
+/// as bytes that are no text at all (an image in Atom `content`).
+enum TextKind: Sendable {
+    case text, html, markup, binary
+
+    /// Atom's `type` and Atom 0.3's `mode` (RFC 4287 3.1.1 and 4.1.3, Atom 0.3 3.1): `text`,
+    /// `html` and `xhtml` (the last's wrapping `div` dropped, as for `application/xhtml+xml` in
+    /// an Atom 1.0 document), or a media type: `text/html` is HTML, other `text/…` text, `…/xml`
+    /// and `…+xml` inline markup, anything else Base64. Atom 0.3's `mode="base64"` is Base64
+    /// too, `mode="escaped"` escaped text.
+    static func of(type: String?, mode: String?, default fallback: TextKind, atom10: Bool) -> (kind: TextKind, base64: Bool, unwrapsDiv: Bool) {
+        let base64 = mode?.lowercased() == "base64"
+        guard let type = type?.lowercased().trimmingCharacters(in: .whitespaces), !type.isEmpty else { return (fallback, base64, false) }
+        switch type {
+        case "text", "text/plain": return (.text, base64, false)
+        case "html", "text/html": return (.html, base64, false)
+        case "xhtml": return (.markup, base64, true)
+        case "application/xhtml+xml": return (mode?.lowercased() == "escaped" ? .html : .markup, base64, atom10)
+        default:
+            if type.hasPrefix("text/") { return (.text, base64, false) }
+            if type.hasSuffix("/xml") || type.hasSuffix("+xml") { return (mode?.lowercased() == "escaped" ? .html : .markup, base64, false) }
+            return (.binary, true, false)
+        }
+    }
+}
+
+/// One field of the entry being read: the best text found for it so far, by priority (0 first),
+/// the first of equal priority winning.
+struct FieldSlot {
+    private(set) var bytes: [UInt8] = []
+    private(set) var priority: UInt8 = .max
+    private(set) var kind: TextKind = .text
+    /// The base URI a link's text is relative to, where the element was.
+    private(set) var base: String?
+
+    var isEmpty: Bool { priority == .max }
+
+    /// The text, if the slot has one.
+    var text: ArraySlice<UInt8>? { isEmpty ? nil : bytes[...] }
+
+    func accepts(_ priority: UInt8) -> Bool { priority < self.priority }
+
+    /// Takes `candidate`'s trimmed text if it is not empty and `priority` beats the slot's,
+    /// leaving `candidate` with the slot's old buffer (so that buffers are reused, not allocated).
+    mutating func offer(_ candidate: inout [UInt8], priority: UInt8, kind: TextKind = .text, base: String? = nil) {
+        guard priority < self.priority, Trimming.trim(&candidate) else { return }
+        swap(&bytes, &candidate)
+        self.priority = priority
+        self.kind = kind
+        self.base = base
+    }
+
+    mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        priority = .max
+        base = nil
+    }
+}
+
+/// Everything the reader has found of the entry being read.
+struct EntryFields {
+    var title = FieldSlot()
+    var link = FieldSlot()
+    var summary = FieldSlot()
+    var content = FieldSlot()
+    var published = FieldSlot()
+    var updated = FieldSlot()
+    /// `dc:date`: the publication time, else the update time, when neither is given otherwise.
+    var date = FieldSlot()
+    var author = FieldSlot()
+    var guid = FieldSlot()
+    var id = FieldSlot()
+    /// Every category's text, one after the other, each ending where `categoryEnds` says.
+    var categoryBytes: [UInt8] = []
+    var categoryEnds: [Int] = []
+
+    mutating func reset() {
+        title.reset()
+        link.reset()
+        summary.reset()
+        content.reset()
+        published.reset()
+        updated.reset()
+        date.reset()
+        author.reset()
+        guid.reset()
+        id.reset()
+        categoryBytes.removeAll(keepingCapacity: true)
+        categoryEnds.removeAll(keepingCapacity: true)
+    }
+
+    /// Adds a category's text, unless it is empty or the entry has it already.
+    mutating func addCategory(_ text: ArraySlice<UInt8>) {
+        let trimmed = Trimming.trimmed(text)
+        guard !trimmed.isEmpty else { return }
+        var start = 0
+        for end in categoryEnds {
+            if categoryBytes[start..<end].elementsEqual(trimmed) { return }
+            start = end
+        }
+        categoryBytes.append(contentsOf: trimmed)
+        categoryEnds.append(categoryBytes.count)
+    }
+
+    var categories: [ArraySlice<UInt8>] {
+        var start = 0
+        return categoryEnds.map { end in
+            defer { start = end }
+            return categoryBytes[start..<end]
+        }
+    }
+}
+
+/// White space at both ends of a field's text, which feeds put there for layout only.
+enum Trimming {
+    static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D
+    }
+
+    /// `bytes` without white space at either end.
+    static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var end = bytes.endIndex
+        while end > bytes.startIndex, isSpace(bytes[end - 1]) { end -= 1 }
+        var start = bytes.startIndex
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        return bytes[start..<end]
+    }
+
+    /// Removes white space from both ends of `bytes`; false if nothing is left.
+    static func trim(_ bytes: inout [UInt8]) -> Bool {
+        var end = bytes.count
+        while end > 0, isSpace(bytes[end - 1]) { end -= 1 }
+        var start = 0
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        guard start < end else {
+            bytes.removeAll(keepingCapacity: true)
+            return false
+        }
+        if end < bytes.count { bytes.removeSubrange(end...) }
+        if start > 0 { bytes.removeSubrange(..<start) }
+        return true
+    }
+}

@@ -1,0 +1,237 @@
+import CLibXML2
+import Foundation
+
+/// The entry field whose text the reader is collecting, from its element's start to its end.
+struct FieldCapture {
+    enum Mode {
+        /// The element's own text only (a date, a guid, a category): text inside its child
+        /// elements is not its.
+        case direct
+        /// Text as it is; child elements, should any turn up, are kept as markup (an RSS
+        /// description with HTML that is not escaped).
+        case flexible
+        /// Inline markup (Atom `xhtml`): child elements kept as tags, text escaped.
+        case markup
+    }
+
+    let role: ElementRole
+    let depth: Int
+    var mode: Mode
+    let kind: TextKind
+    let base64: Bool
+    /// Atom's `type="xhtml"`: the one `div` wrapping the content is not part of it.
+    let unwrapsDiv: Bool
+    /// The base URI where the element is, for text that is a link.
+    let base: String?
+    /// How many elements are directly inside, so far.
+    var children = 0
+    /// Where the wrapping `div`'s content starts and ends in the text.
+    var wrapperStart: Int?
+    var wrapperEnd: Int?
+    /// Whether there is text directly inside, beside the wrapping `div`.
+    var textOutside = false
+}
+
+/// An Atom person (`author`) being read: its `name` and `email` children's text.
+struct PersonCapture {
+    /// The `author` element's depth; 0 when none is being read.
+    var depth = 0
+    var field: ElementRole?
+    var fieldDepth = 0
+    var name: [UInt8] = []
+    var email: [UInt8] = []
+
+    mutating func start(_ role: ElementRole, depth: Int) {
+        field = role
+        fieldDepth = depth
+    }
+
+    mutating func append(_ text: UnsafeBufferPointer<UInt8>) {
+        if field == .personName { name.append(contentsOf: text) } else { email.append(contentsOf: text) }
+    }
+
+    mutating func reset(depth: Int) {
+        self.depth = depth
+        field = nil
+        name.removeAll(keepingCapacity: true)
+        email.removeAll(keepingCapacity: true)
+    }
+}
+
+extension XMLEntryReader {
+    /// Starts reading a field element directly inside the entry (or a Media RSS one inside a
+    /// media container). Elements whose field already holds something better are skipped.
+    func startField(_ role: ElementRole, attributes: Attributes) {
+        switch role {
+        case .link:
+            if let href = attributes.value(of: "href") { return offerAtomLink(href, attributes: attributes) }
+        case .category:
+            if let term = attributes.value(of: "term"), term.contains(where: { !$0.isWhitespace }) {
+                return fields.addCategory(Array(term.utf8)[...])
+            }
+        case .guid:
+            guidIsPermalink = attributes.value(of: "ispermalink")?.lowercased() != "false"
+        case .author:
+            person.reset(depth: depth)
+        default:
+            break
+        }
+        if let (field, priority) = role.slot, !fields[keyPath: field].accepts(priority), !(role == .guid && guidIsPermalink) { return }
+        var kind = TextKind.text
+        var base64 = false
+        var unwrapsDiv = false
+        if role.holdsMarkup {
+            (kind, base64, unwrapsDiv) = TextKind.of(
+                type: attributes.value(of: "type"), mode: attributes.value(of: "mode"), default: role.defaultKind, atom10: isAtom10)
+        }
+        let mode: FieldCapture.Mode = !role.holdsMarkup ? .direct : (kind == .markup && !base64 ? .markup : .flexible)
+        capture = FieldCapture(
+            role: role, depth: depth, mode: mode, kind: kind, base64: base64, unwrapsDiv: unwrapsDiv,
+            base: role == .link || role == .guid ? currentBase : nil)
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// An Atom `link`: the entry's own page is its `rel="alternate"` (the default) link to HTML.
+    private func offerAtomLink(_ href: String, attributes: Attributes) {
+        let relation = attributes.value(of: "rel")?.trimmingCharacters(in: .whitespaces).lowercased() ?? "alternate"
+        guard relation == "alternate" || relation.isEmpty else { return }
+        if let type = attributes.value(of: "type")?.trimmingCharacters(in: .whitespaces).lowercased(), !type.isEmpty,
+            type != "text/html", type != "application/xhtml+xml"
+        {
+            return
+        }
+        var text = Array(href.utf8)
+        fields.link.offer(&text, priority: 0, base: currentBase)
+    }
+
+    /// An element inside the field being read: kept as a tag if the field holds markup. In HTML
+    /// or text, a `div` is dropped (TypePad wraps escaped HTML in one), and any other element
+    /// turns the field into inline markup from there on.
+    func startInCapture(_ name: UnsafePointer<xmlChar>, uri: UnsafePointer<xmlChar>?, attributes: Attributes) {
+        guard var capture else { return }
+        switch capture.mode {
+        case .direct: return
+        case .flexible:
+            if Attributes.equalsIgnoringCase(name, "div") { return }
+            capture.mode = .markup
+        case .markup: break
+        }
+        var isWrapper = false
+        if depth == capture.depth + 1 {
+            capture.children += 1
+            isWrapper = capture.unwrapsDiv && capture.children == 1 && !capture.textOutside && Attributes.equalsIgnoringCase(name, "div")
+        }
+        buffer.append(UInt8(ascii: "<"))
+        Self.appendName(name, prefix: nil, to: &buffer)
+        // SVG and MathML inside XHTML say what they are, as their namespace prefix is dropped.
+        if let uri, let namespace = Self.embeddedNamespaces.first(where: { Attributes.equalsIgnoringCase(name, $0.root) && Attributes.equalsIgnoringCase(uri, $0.uri) })?.uri {
+            buffer.append(contentsOf: #" xmlns=""#.utf8)
+            namespace.withUTF8Buffer { buffer.append(contentsOf: $0) }
+            buffer.append(UInt8(ascii: "\""))
+        }
+        attributes.forEach { local, prefix, value in
+            buffer.append(UInt8(ascii: " "))
+            Self.appendName(local, prefix: prefix, to: &buffer)
+            buffer.append(contentsOf: #"=""#.utf8)
+            Self.appendEscaped(value, quotes: true, to: &buffer)
+            buffer.append(UInt8(ascii: "\""))
+        }
+        buffer.append(UInt8(ascii: ">"))
+        if isWrapper { capture.wrapperStart = buffer.count }
+        self.capture = capture
+    }
+
+    /// The end of an element inside the field being read.
+    func endInCapture(_ name: UnsafePointer<xmlChar>) {
+        guard var capture, capture.mode == .markup else { return }
+        if depth == capture.depth + 1, capture.wrapperStart != nil, capture.wrapperEnd == nil { capture.wrapperEnd = buffer.count }
+        buffer.append(contentsOf: "</".utf8)
+        Self.appendName(name, prefix: nil, to: &buffer)
+        buffer.append(UInt8(ascii: ">"))
+        self.capture = capture
+    }
+
+    func captureText(_ text: UnsafeBufferPointer<UInt8>) {
+        guard var capture else { return }
+        switch capture.mode {
+        case .direct:
+            if depth == capture.depth { buffer.append(contentsOf: text) }
+        case .flexible:
+            buffer.append(contentsOf: text)
+        case .markup:
+            Self.appendEscaped(text, quotes: false, to: &buffer)
+            if depth == capture.depth, !capture.textOutside, text.contains(where: { !Trimming.isSpace($0) }) {
+                capture.textOutside = true
+                self.capture = capture
+            }
+        }
+    }
+
+    /// The end of the field's element: its text goes to its field, if it beats what is there.
+    func finishField() {
+        guard let capture else { return }
+        self.capture = nil
+        if capture.base64, let decoded = Data(base64Encoded: Data(buffer), options: .ignoreUnknownCharacters),
+            String(validating: decoded, as: UTF8.self) != nil
+        {
+            buffer = Array(decoded)
+        }
+        if capture.unwrapsDiv, capture.children == 1, !capture.textOutside, let start = capture.wrapperStart, let end = capture.wrapperEnd {
+            buffer = Array(buffer[start..<end])
+        }
+        switch capture.role {
+        case .author:
+            var name = person.name
+            if Trimming.trim(&name) {
+                fields.author.offer(&name, priority: 0)
+            } else if !Trimming.trim(&buffer) {
+                fields.author.offer(&person.email, priority: 0)
+            }
+            person.depth = 0
+        case .guid where guidIsPermalink && fields.link.accepts(1):
+            var link = buffer
+            fields.link.offer(&link, priority: 1, base: capture.base)
+        default:
+            break
+        }
+        if capture.role.isCategory {
+            fields.addCategory(buffer[...])
+        } else if let (field, priority) = capture.role.slot {
+            fields[keyPath: field].offer(&buffer, priority: priority, kind: capture.kind, base: capture.base)
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    private static let embeddedNamespaces: [(root: StaticString, uri: StaticString)] = [
+        ("svg", "http://www.w3.org/2000/svg"), ("math", "http://www.w3.org/1998/Math/MathML"),
+    ]
+
+    /// An element or attribute name as inline markup writes it: the local name, with `xml:` and
+    /// `xlink:` for those namespaces' attributes (other prefixes are dropped, as feedparser drops them).
+    private static func appendName(_ name: UnsafePointer<xmlChar>, prefix: UnsafePointer<xmlChar>?, to bytes: inout [UInt8]) {
+        if let prefix, Attributes.equalsIgnoringCase(prefix, "xml") || Attributes.equalsIgnoringCase(prefix, "xlink") {
+            bytes.append(contentsOf: UnsafeBufferPointer(start: prefix, count: strlen(UnsafeRawPointer(prefix).assumingMemoryBound(to: CChar.self))))
+            bytes.append(UInt8(ascii: ":"))
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(start: name, count: strlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self))))
+    }
+
+    /// Text as markup holds it: `&`, `<` and `>` escaped, and `"` too in an attribute value.
+    private static func appendEscaped(_ text: UnsafeBufferPointer<UInt8>, quotes: Bool, to bytes: inout [UInt8]) {
+        var runStart = 0
+        for index in 0..<text.count {
+            let replacement: StaticString
+            switch text[index] {
+            case UInt8(ascii: "&"): replacement = "&amp;"
+            case UInt8(ascii: "<"): replacement = "&lt;"
+            case UInt8(ascii: ">"): replacement = "&gt;"
+            case UInt8(ascii: "\"") where quotes: replacement = "&quot;"
+            default: continue
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart..<index]))
+            replacement.withUTF8Buffer { bytes.append(contentsOf: $0) }
+            runStart = index + 1
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart..<text.count]))
+    }
+}
