@@ -165,25 +165,25 @@ enum ElementRole: UInt8, Sendable {
 
     /// The field the element fills and its priority there (0 first): a fallback such as
     /// `dc:title` counts only when the entry has no `title`.
-    var slot: (field: WritableKeyPath<EntryFields, FieldSlot>, priority: UInt8)? {
+    var slot: (field: Field, priority: UInt8)? {
         switch self {
-        case .title: (\.title, 0)
-        case .dublinCoreTitle: (\.title, 1)
-        case .mediaTitle: (\.title, 2)
-        case .link: (\.link, 0)
-        case .description, .summary: (\.summary, 0)
-        case .dublinCoreDescription: (\.summary, 1)
-        case .itunesSummary: (\.summary, 2)
-        case .mediaDescription: (\.summary, 3)
-        case .content, .encodedContent, .xhtmlBody: (\.content, 0)
-        case .published: (\.published, 0)
-        case .updated: (\.updated, 0)
-        case .dublinCoreDate: (\.date, 0)
-        case .author: (\.author, 0)
-        case .dublinCoreCreator: (\.author, 1)
-        case .itunesAuthor: (\.author, 2)
-        case .guid: (\.guid, 0)
-        case .id: (\.id, 0)
+        case .title: (.title, 0)
+        case .dublinCoreTitle: (.title, 1)
+        case .mediaTitle: (.title, 2)
+        case .link: (.link, 0)
+        case .description, .summary: (.summary, 0)
+        case .dublinCoreDescription: (.summary, 1)
+        case .itunesSummary: (.summary, 2)
+        case .mediaDescription: (.summary, 3)
+        case .content, .encodedContent, .xhtmlBody: (.content, 0)
+        case .published: (.published, 0)
+        case .updated: (.updated, 0)
+        case .dublinCoreDate: (.date, 0)
+        case .author: (.author, 0)
+        case .dublinCoreCreator: (.author, 1)
+        case .itunesAuthor: (.author, 2)
+        case .guid: (.guid, 0)
+        case .id: (.id, 0)
         default: nil
         }
     }

@@ -26,10 +26,21 @@ enum TextKind: Sendable {
     }
 }
 
+/// The fields an entry's elements fill (see ``ElementRole/slot``).
+enum Field: Int, CaseIterable {
+    case title, link, summary, content, published, updated
+    /// `dc:date`: the publication time, else the update time, when neither is given otherwise.
+    case date
+    case author, guid, id
+}
+
 /// One field of the entry being read: the best text found for it so far, by priority (0 first),
 /// the first of equal priority winning.
 struct FieldSlot {
-    private(set) var bytes: [UInt8] = []
+    private var bytes: [UInt8] = []
+    /// The text without white space at either end: `bytes[start..<end]`.
+    private var start = 0
+    private var end = 0
     private(set) var priority: UInt8 = .max
     private(set) var kind: TextKind = .text
     /// The base URI a link's text is relative to, where the element was.
@@ -38,22 +49,25 @@ struct FieldSlot {
     var isEmpty: Bool { priority == .max }
 
     /// The text, if the slot has one.
-    var text: ArraySlice<UInt8>? { isEmpty ? nil : bytes[...] }
+    var text: ArraySlice<UInt8>? { isEmpty ? nil : bytes[start..<end] }
 
     func accepts(_ priority: UInt8) -> Bool { priority < self.priority }
 
-    /// Takes `candidate`'s trimmed text if it is not empty and `priority` beats the slot's,
+    /// Takes `candidate`'s text if it is not only white space and `priority` beats the slot's,
     /// leaving `candidate` with the slot's old buffer (so that buffers are reused, not allocated).
     mutating func offer(_ candidate: inout [UInt8], priority: UInt8, kind: TextKind = .text, base: String? = nil) {
-        guard priority < self.priority, Trimming.trim(&candidate) else { return }
+        guard priority < self.priority else { return }
+        let trimmed = Trimming.trimmed(candidate[...])
+        guard !trimmed.isEmpty else { return }
         swap(&bytes, &candidate)
+        (start, end) = (trimmed.startIndex, trimmed.endIndex)
         self.priority = priority
         self.kind = kind
         self.base = base
     }
 
     mutating func reset() {
-        bytes.removeAll(keepingCapacity: true)
+        bytes.clear()
         priority = .max
         base = nil
     }
@@ -61,34 +75,22 @@ struct FieldSlot {
 
 /// Everything the reader has found of the entry being read.
 struct EntryFields {
-    var title = FieldSlot()
-    var link = FieldSlot()
-    var summary = FieldSlot()
-    var content = FieldSlot()
-    var published = FieldSlot()
-    var updated = FieldSlot()
-    /// `dc:date`: the publication time, else the update time, when neither is given otherwise.
-    var date = FieldSlot()
-    var author = FieldSlot()
-    var guid = FieldSlot()
-    var id = FieldSlot()
+    /// By ``Field``'s raw value.
+    var slots = [FieldSlot](repeating: FieldSlot(), count: Field.allCases.count)
     /// Every category's text, one after the other, each ending where `categoryEnds` says.
     var categoryBytes: [UInt8] = []
     var categoryEnds: [Int] = []
 
+    subscript(field: Field) -> FieldSlot { slots[field.rawValue] }
+
+    mutating func offer(_ field: Field, _ candidate: inout [UInt8], priority: UInt8, kind: TextKind = .text, base: String? = nil) {
+        slots[field.rawValue].offer(&candidate, priority: priority, kind: kind, base: base)
+    }
+
     mutating func reset() {
-        title.reset()
-        link.reset()
-        summary.reset()
-        content.reset()
-        published.reset()
-        updated.reset()
-        date.reset()
-        author.reset()
-        guid.reset()
-        id.reset()
-        categoryBytes.removeAll(keepingCapacity: true)
-        categoryEnds.removeAll(keepingCapacity: true)
+        for index in slots.indices { slots[index].reset() }
+        categoryBytes.clear()
+        categoryEnds.clear()
     }
 
     /// Adds a category's text, unless it is empty or the entry has it already.
@@ -104,12 +106,12 @@ struct EntryFields {
         categoryEnds.append(categoryBytes.count)
     }
 
-    var categories: [ArraySlice<UInt8>] {
-        var start = 0
-        return categoryEnds.map { end in
-            defer { start = end }
-            return categoryBytes[start..<end]
-        }
+}
+
+extension Array {
+    /// Empties the array, keeping its storage for the next entry; free when it is empty already.
+    mutating func clear() {
+        if !isEmpty { removeAll(keepingCapacity: true) }
     }
 }
 
@@ -126,20 +128,5 @@ enum Trimming {
         var start = bytes.startIndex
         while start < end, isSpace(bytes[start]) { start += 1 }
         return bytes[start..<end]
-    }
-
-    /// Removes white space from both ends of `bytes`; false if nothing is left.
-    static func trim(_ bytes: inout [UInt8]) -> Bool {
-        var end = bytes.count
-        while end > 0, isSpace(bytes[end - 1]) { end -= 1 }
-        var start = 0
-        while start < end, isSpace(bytes[start]) { start += 1 }
-        guard start < end else {
-            bytes.removeAll(keepingCapacity: true)
-            return false
-        }
-        if end < bytes.count { bytes.removeSubrange(end...) }
-        if start > 0 { bytes.removeSubrange(..<start) }
-        return true
     }
 }

@@ -23,43 +23,43 @@ struct EntryValues {
     var updated: FeedTime?
     var summary: ArraySlice<UInt8>?
     var author: ArraySlice<UInt8>?
-    var categories: [ArraySlice<UInt8>] = []
+    /// Every category's text, one after the other, each ending where `categoryEnds` says.
+    var categoryBytes: [UInt8] = []
+    var categoryEnds: [Int] = []
 
     /// The entry, with its id from `guid`, else `id`, else the link, else a hash of its JSON; nil
     /// only if its text is not UTF-8, which the readers never let through.
     func entry(guid: ArraySlice<UInt8>?, id: ArraySlice<UInt8>?) -> FeedEntry? {
-        var writer = JSONWriter(reservingCapacity: 64 + (title?.count ?? 0) + (summary?.count ?? 0) + (link?.utf8.count ?? 0))
-        writer.raw("{")
-        writer.key("title")
+        var writer = JSONWriter(reservingCapacity: 160 + (title?.count ?? 0) + (summary?.count ?? 0) + (link?.utf8.count ?? 0) + categoryBytes.count)
+        writer.fragment(JSONText.title)
         writer.feedText(title)
-        writer.raw(",")
-        writer.key("link")
-        if let link { writer.string(link) } else { writer.raw("null") }
-        writer.raw(",")
-        writer.key("published")
-        writer.time(published)
-        writer.raw(",")
-        writer.key("updated")
-        writer.time(updated)
-        writer.raw(",")
-        writer.key("summary")
-        writer.feedText(summary)
-        writer.raw(",")
-        writer.key("author")
-        writer.feedText(author)
-        writer.raw(",")
-        writer.key("categories")
-        if categories.isEmpty {
-            writer.raw("null")
+        writer.fragment(JSONText.link)
+        if var link {
+            link.withUTF8 { writer.feedText($0) }
         } else {
-            writer.raw("[")
-            for (index, category) in categories.enumerated() {
-                if index > 0 { writer.raw(",") }
-                writer.feedText(category)
-            }
-            writer.raw("]")
+            writer.fragment(JSONText.null)
         }
-        writer.raw("}")
+        writer.fragment(JSONText.published)
+        writer.time(published)
+        writer.fragment(JSONText.updated)
+        writer.time(updated)
+        writer.fragment(JSONText.summary)
+        writer.feedText(summary)
+        writer.fragment(JSONText.author)
+        writer.feedText(author)
+        writer.fragment(JSONText.categories)
+        if categoryEnds.isEmpty {
+            writer.fragment(JSONText.null)
+        } else {
+            var start = 0
+            for (index, end) in categoryEnds.enumerated() {
+                writer.raw(index == 0 ? UInt8(ascii: "[") : UInt8(ascii: ","))
+                writer.feedText(categoryBytes[start..<end])
+                start = end
+            }
+            writer.raw(UInt8(ascii: "]"))
+        }
+        writer.raw(UInt8(ascii: "}"))
         guard let json = RawJSON(validating: writer.bytes) else { return nil }
         let identifier = [guid, id].lazy.compactMap { $0 }.first { !$0.isEmpty }.map { String(decoding: $0, as: UTF8.self) }
             ?? link.flatMap { $0.isEmpty ? nil : $0 } ?? StableHash.hex(writer.bytes)
@@ -72,58 +72,96 @@ extension JSONWriter {
     /// no feed means as such, become the Windows-1252 characters their bytes stand for, as
     /// browsers and feedparser read them (a `&#147;` or a Latin-1 document's `0x93` is “).
     mutating func feedText(_ text: ArraySlice<UInt8>?) {
-        guard let text else { return raw("null") }
+        guard let text else { return fragment(JSONText.null) }
+        text.withUnsafeBufferPointer { feedText($0) }
+    }
+
+    mutating func feedText(_ utf8: UnsafeBufferPointer<UInt8>) {
         raw(UInt8(ascii: "\""))
-        text.withUnsafeBufferPointer { utf8 in
-            var runStart = 0
-            var index = 0
-            while index < utf8.count {
-                let byte = utf8[index]
-                guard var replacement = JSONText.replacements[Int(byte)] else {
+        var runStart = 0
+        var index = 0
+        while index < utf8.count {
+            // Eight bytes at a time while none of them needs care, which is nearly always.
+            if index + 8 <= utf8.count, !JSONText.needsCare(UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self)) {
+                index += 8
+                continue
+            }
+            let byte = utf8[index]
+            guard JSONText.needsCare(byte) else {
+                index += 1
+                continue
+            }
+            let replacement: [UInt8]
+            var length = 1
+            if byte == 0xC2 {
+                guard index + 1 < utf8.count, let character = JSONText.windows1252(utf8[index + 1]) else {
                     index += 1
                     continue
                 }
-                var length = 1
-                if byte == 0xC2 {
-                    guard index + 1 < utf8.count, let character = JSONText.windows1252(utf8[index + 1]) else {
-                        index += 1
-                        continue
-                    }
-                    (replacement, length) = (character, 2)
-                }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
-                bytes.append(contentsOf: replacement)
-                index += length
-                runStart = index
+                (replacement, length) = (character, 2)
+            } else {
+                replacement = JSONText.escapes[Int(byte)]
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+            bytes.append(contentsOf: replacement)
+            index += length
+            runStart = index
         }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
         raw(UInt8(ascii: "\""))
+    }
+
+    /// One of ``JSONText``'s pieces of JSON.
+    mutating func fragment(_ piece: [UInt8]) {
+        bytes.append(contentsOf: piece)
     }
 
     /// A time as an RFC 3339 JSON string, or null.
     mutating func time(_ time: FeedTime?) {
-        guard let time else { return raw("null") }
+        guard let time else { return fragment(JSONText.null) }
         raw(UInt8(ascii: "\""))
         time.appendRFC3339(to: &bytes)
         raw(UInt8(ascii: "\""))
     }
 }
 
-/// How feed text is written into a JSON string.
-private enum JSONText {
-    /// What a byte becomes in a JSON string, for those that do not stand for themselves: control
-    /// characters, `"` and `\\` escaped, and 0xC2, which may start a C1 control (see ``windows1252(_:)``).
-    static let replacements: [[UInt8]?] = (0...255).map { byte -> [UInt8]? in
+/// The pieces of an entry's JSON, and how feed text is written into a JSON string.
+enum JSONText {
+    static let title = Array(#"{"title":"#.utf8)
+    static let link = Array(#","link":"#.utf8)
+    static let published = Array(#","published":"#.utf8)
+    static let updated = Array(#","updated":"#.utf8)
+    static let summary = Array(#","summary":"#.utf8)
+    static let author = Array(#","author":"#.utf8)
+    static let categories = Array(#","categories":"#.utf8)
+    static let null = Array("null".utf8)
+
+    /// Whether a byte does not stand for itself in a JSON string: control characters, `"` and
+    /// `\\`, and 0xC2, which may start a C1 control (see ``windows1252(_:)``).
+    static func needsCare(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0xC2
+    }
+
+    /// Whether any of eight bytes needs care: the bit tricks of "Bit Twiddling Hacks" (a byte
+    /// below 0x20; a byte equal to one of three values).
+    static func needsCare(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZero(_ value: UInt64) -> Bool { (value &- ones) & ~value & highs != 0 }
+        let control = (word &- ones &* 0x20) & ~word & highs != 0
+        return control || hasZero(word ^ (ones &* 0x22)) || hasZero(word ^ (ones &* 0x5C)) || hasZero(word ^ (ones &* 0xC2))
+    }
+
+    /// What a byte that needs care (but 0xC2) becomes.
+    static let escapes: [[UInt8]] = (0...255).map { byte -> [UInt8] in
         switch byte {
         case 0x22: Array(#"\""#.utf8)
         case 0x5C: Array(#"\\"#.utf8)
         case 0x0A: Array(#"\n"#.utf8)
         case 0x0D: Array(#"\r"#.utf8)
         case 0x09: Array(#"\t"#.utf8)
-        case 0xC2: []
         case ..<0x20: Array(String(format: "\\u%04x", byte).utf8)
-        default: nil
+        default: [UInt8(byte)]
         }
     }
 

@@ -21,8 +21,6 @@ struct FieldCapture {
     let base64: Bool
     /// Atom's `type="xhtml"`: the one `div` wrapping the content is not part of it.
     let unwrapsDiv: Bool
-    /// The base URI where the element is, for text that is a link.
-    let base: String?
     /// How many elements are directly inside, so far.
     var children = 0
     /// Where the wrapping `div`'s content starts and ends in the text.
@@ -53,30 +51,30 @@ struct PersonCapture {
     mutating func reset(depth: Int) {
         self.depth = depth
         field = nil
-        name.removeAll(keepingCapacity: true)
-        email.removeAll(keepingCapacity: true)
+        name.clear()
+        email.clear()
     }
 }
 
 extension XMLEntryReader {
     /// Starts reading a field element directly inside the entry (or a Media RSS one inside a
     /// media container). Elements whose field already holds something better are skipped.
-    func startField(_ role: ElementRole, attributes: Attributes) {
+    mutating func startField(_ role: ElementRole, attributes: Attributes) {
         switch role {
         case .link:
-            if let href = attributes.value(of: "href") { return offerAtomLink(href, attributes: attributes) }
+            if let href = attributes.bytes(of: "href") { return offerAtomLink(href, attributes: attributes) }
         case .category:
-            if let term = attributes.value(of: "term"), term.contains(where: { !$0.isWhitespace }) {
-                return fields.addCategory(Array(term.utf8)[...])
+            if let term = attributes.bytes(of: "term"), term.contains(where: { !Trimming.isSpace($0) }) {
+                return fields.addCategory(Array(term)[...])
             }
         case .guid:
-            guidIsPermalink = attributes.value(of: "ispermalink")?.lowercased() != "false"
+            guidIsPermalink = !(attributes.bytes(of: "ispermalink").map { Attributes.value($0, is: "false") } ?? false)
         case .author:
             person.reset(depth: depth)
         default:
             break
         }
-        if let (field, priority) = role.slot, !fields[keyPath: field].accepts(priority), !(role == .guid && guidIsPermalink) { return }
+        if let (field, priority) = role.slot, !fields[field].accepts(priority), !(role == .guid && guidIsPermalink) { return }
         var kind = TextKind.text
         var base64 = false
         var unwrapsDiv = false
@@ -85,29 +83,27 @@ extension XMLEntryReader {
                 type: attributes.value(of: "type"), mode: attributes.value(of: "mode"), default: role.defaultKind, atom10: isAtom10)
         }
         let mode: FieldCapture.Mode = !role.holdsMarkup ? .direct : (kind == .markup && !base64 ? .markup : .flexible)
-        capture = FieldCapture(
-            role: role, depth: depth, mode: mode, kind: kind, base64: base64, unwrapsDiv: unwrapsDiv,
-            base: role == .link || role == .guid ? currentBase : nil)
-        buffer.removeAll(keepingCapacity: true)
+        capture = FieldCapture(role: role, depth: depth, mode: mode, kind: kind, base64: base64, unwrapsDiv: unwrapsDiv)
+        captureBase = role == .link || role == .guid ? currentBase : nil
+        buffer.clear()
     }
 
     /// An Atom `link`: the entry's own page is its `rel="alternate"` (the default) link to HTML.
-    private func offerAtomLink(_ href: String, attributes: Attributes) {
-        let relation = attributes.value(of: "rel")?.trimmingCharacters(in: .whitespaces).lowercased() ?? "alternate"
-        guard relation == "alternate" || relation.isEmpty else { return }
-        if let type = attributes.value(of: "type")?.trimmingCharacters(in: .whitespaces).lowercased(), !type.isEmpty,
-            type != "text/html", type != "application/xhtml+xml"
+    private mutating func offerAtomLink(_ href: UnsafeBufferPointer<UInt8>, attributes: Attributes) {
+        if let relation = attributes.bytes(of: "rel"), !Attributes.value(relation, is: "alternate"), !Attributes.value(relation, is: "") { return }
+        if let type = attributes.bytes(of: "type"), !Attributes.value(type, is: ""), !Attributes.value(type, is: "text/html"),
+            !Attributes.value(type, is: "application/xhtml+xml")
         {
             return
         }
-        var text = Array(href.utf8)
-        fields.link.offer(&text, priority: 0, base: currentBase)
+        var text = Array(href)
+        fields.offer(.link, &text, priority: 0, base: currentBase)
     }
 
     /// An element inside the field being read: kept as a tag if the field holds markup. In HTML
     /// or text, a `div` is dropped (TypePad wraps escaped HTML in one), and any other element
     /// turns the field into inline markup from there on.
-    func startInCapture(_ name: UnsafePointer<xmlChar>, uri: UnsafePointer<xmlChar>?, attributes: Attributes) {
+    mutating func startInCapture(_ name: UnsafePointer<xmlChar>, uri: UnsafePointer<xmlChar>?, attributes: Attributes) {
         guard var capture else { return }
         switch capture.mode {
         case .direct: return
@@ -142,7 +138,7 @@ extension XMLEntryReader {
     }
 
     /// The end of an element inside the field being read.
-    func endInCapture(_ name: UnsafePointer<xmlChar>) {
+    mutating func endInCapture(_ name: UnsafePointer<xmlChar>) {
         guard var capture, capture.mode == .markup else { return }
         if depth == capture.depth + 1, capture.wrapperStart != nil, capture.wrapperEnd == nil { capture.wrapperEnd = buffer.count }
         buffer.append(contentsOf: "</".utf8)
@@ -151,7 +147,7 @@ extension XMLEntryReader {
         self.capture = capture
     }
 
-    func captureText(_ text: UnsafeBufferPointer<UInt8>) {
+    mutating func captureText(_ text: UnsafeBufferPointer<UInt8>) {
         guard var capture else { return }
         switch capture.mode {
         case .direct:
@@ -168,7 +164,7 @@ extension XMLEntryReader {
     }
 
     /// The end of the field's element: its text goes to its field, if it beats what is there.
-    func finishField() {
+    mutating func finishField() {
         guard let capture else { return }
         self.capture = nil
         if capture.base64, let decoded = Data(base64Encoded: Data(buffer), options: .ignoreUnknownCharacters),
@@ -181,25 +177,23 @@ extension XMLEntryReader {
         }
         switch capture.role {
         case .author:
-            var name = person.name
-            if Trimming.trim(&name) {
-                fields.author.offer(&name, priority: 0)
-            } else if !Trimming.trim(&buffer) {
-                fields.author.offer(&person.email, priority: 0)
-            }
+            // An Atom person's name, else RSS's text, else the person's email.
+            fields.offer(.author, &person.name, priority: 0)
+            fields.offer(.author, &buffer, priority: 0)
+            fields.offer(.author, &person.email, priority: 0)
             person.depth = 0
-        case .guid where guidIsPermalink && fields.link.accepts(1):
+        case .guid where guidIsPermalink && fields[.link].accepts(1):
             var link = buffer
-            fields.link.offer(&link, priority: 1, base: capture.base)
+            fields.offer(.link, &link, priority: 1, base: captureBase)
         default:
             break
         }
         if capture.role.isCategory {
             fields.addCategory(buffer[...])
         } else if let (field, priority) = capture.role.slot {
-            fields[keyPath: field].offer(&buffer, priority: priority, kind: capture.kind, base: capture.base)
+            fields.offer(field, &buffer, priority: priority, kind: capture.kind, base: captureBase)
         }
-        buffer.removeAll(keepingCapacity: true)
+        buffer.clear()
     }
 
     private static let embeddedNamespaces: [(root: StaticString, uri: StaticString)] = [

@@ -48,7 +48,7 @@ enum JSONFeedReader {
         for tag in item["tags"]?.arrayValue ?? [] {
             if let text = tag.stringValue { fields.addCategory(Array(text.utf8)[...]) }
         }
-        values.categories = fields.categories
+        (values.categoryBytes, values.categoryEnds) = (fields.categoryBytes, fields.categoryEnds)
         let id: String? = item["id"]?.stringValue ?? item["id"]?.integerValue.map { String($0) }
         return values.entry(guid: id.map { Array($0.utf8)[...] }, id: nil)
     }

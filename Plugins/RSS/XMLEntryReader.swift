@@ -3,7 +3,7 @@ import FeedKit
 
 /// Reads the entries of an RSS, RDF, Atom or CDF document with libxml2's SAX2 parser, namespaces
 /// resolved, so `content:encoded` or `dc:date` are known by their namespace whatever prefix a
-/// document gives them. One reader reads one document, on one thread, from libxml2's callbacks.
+/// document gives them.
 ///
 /// An entry's fields come from the elements directly inside it (a `title` inside the entry's
 /// `source` or `image` is not the entry's), but for a person's `name` inside `author` and the
@@ -14,18 +14,22 @@ import FeedKit
 /// document using an entity its internal DTD declares is not well-formed to this reader. Where a
 /// document names an external DTD (RSS 0.91's, which declares HTML's entities), an undeclared
 /// entity such as `&eacute;` is read as the HTML character it names.
-final class XMLEntryReader {
+///
+/// A value, mutated in place by libxml2's callbacks through a pointer.
+struct XMLEntryReader {
     let context: DocumentContext
-    private(set) var entries: [FeedEntry] = []
+    /// The entries read since the last full batch went to `builder`.
+    private var batch = CapturedBatch()
+    private let builder: BatchBuilder
     private(set) var problem: String?
     private(set) var format: FeedFormat?
-    private var parser: xmlParserCtxtPtr?
+    fileprivate var parser: xmlParserCtxtPtr?
 
     private(set) var depth = 0
     private var rootNamespace = ""
     /// Roles by libxml2's interned name and namespace pointers, so each distinct element name is
     /// looked at as text once per document.
-    private var roles: [ElementKey: ElementRole] = [:]
+    private var roles = RoleCache()
     /// The depth of the entry being read, 0 outside entries.
     private var entryDepth = 0
     /// The depth of the outermost `media:group` or `media:content` in the entry, 0 if none is open.
@@ -36,39 +40,45 @@ final class XMLEntryReader {
     private var bases: [(depth: Int, uri: String)] = []
     var fields = EntryFields()
     var capture: FieldCapture?
+    /// The base URI where the field being captured is, if it is a link.
+    var captureBase: String?
     /// The text of the field being captured.
     var buffer: [UInt8] = []
     var person = PersonCapture()
     /// Whether the entry's `guid` is its link too (RSS 2.0's `isPermaLink`, true unless it says false).
     var guidIsPermalink = true
 
-    private init(context: DocumentContext) {
-        self.context = context
-    }
-
     /// The entries of the UTF-8 document `bytes`, in document order.
     static func entries(in bytes: UnsafeBufferPointer<UInt8>, context: DocumentContext) throws(FeedDocumentError) -> [FeedEntry] {
         _ = libraryReady
         guard bytes.count < Int(Int32.max) else { throw FeedDocumentError(description: "larger than 2 GiB") }
-        let reader = XMLEntryReader(context: context)
-        let result = withExtendedLifetime(reader) { () -> Int32 in
-            bytes.withMemoryRebound(to: CChar.self) { text in
-                let created = withUnsafePointer(to: handler) {
-                    feedd_xml_parser($0, Unmanaged.passUnretained(reader).toOpaque(), text.baseAddress, Int32(text.count))
-                }
-                guard let parser = created else { return -1 }
-                reader.parser = parser
-                defer {
-                    reader.parser = nil
-                    xmlFreeParserCtxt(parser)
-                }
-                return feedd_xml_run(parser)
-            }
+        // The callbacks reach the reader through this pointer: no reference counting and no
+        // exclusivity check per callback, as a class's property would cost. One parse, one thread.
+        let reader = UnsafeMutablePointer<XMLEntryReader>.allocate(capacity: 1)
+        reader.initialize(to: XMLEntryReader(context: context))
+        defer {
+            reader.deinitialize(count: 1)
+            reader.deallocate()
         }
-        if let problem = reader.problem { throw FeedDocumentError(description: problem) }
+        let result = bytes.withMemoryRebound(to: CChar.self) { text -> Int32 in
+            let created = withUnsafePointer(to: handler) { feedd_xml_parser($0, reader, text.baseAddress, Int32(text.count)) }
+            guard let parser = created else { return -1 }
+            reader.pointee.parser = parser
+            defer {
+                reader.pointee.parser = nil
+                xmlFreeParserCtxt(parser)
+            }
+            return feedd_xml_run(parser)
+        }
+        if let problem = reader.pointee.problem { throw FeedDocumentError(description: problem) }
         guard result == 0 else { throw FeedDocumentError(description: "not well-formed XML") }
-        guard reader.format != nil else { throw FeedDocumentError(description: "empty, not an RSS, Atom or JSON Feed document") }
-        return reader.entries
+        guard reader.pointee.format != nil else { throw FeedDocumentError(description: "empty, not an RSS, Atom or JSON Feed document") }
+        return reader.pointee.builder.entries(finishing: reader.pointee.batch)
+    }
+
+    private init(context: DocumentContext) {
+        self.context = context
+        builder = BatchBuilder(context: context)
     }
 
     /// libxml2 sets up its global state once, before any thread parses.
@@ -80,32 +90,32 @@ final class XMLEntryReader {
         var handler = xmlSAXHandler()
         handler.initialized = UInt32(XML_SAX2_MAGIC)
         handler.startElementNs = { context, name, prefix, uri, _, _, attributeCount, _, attributes in
-            reader(context).start(name!, prefix: prefix, uri: uri, attributes: Attributes(pointer: attributes, count: Int(attributeCount)))
+            reader(context).pointee.start(name!, prefix: prefix, uri: uri, attributes: Attributes(pointer: attributes, count: Int(attributeCount)))
         }
         handler.endElementNs = { context, name, _, _ in
-            reader(context).end(name!)
+            reader(context).pointee.end(name!)
         }
         handler.characters = { context, bytes, count in
-            reader(context).characters(UnsafeBufferPointer(start: bytes, count: Int(count)))
+            reader(context).pointee.characters(UnsafeBufferPointer(start: bytes, count: Int(count)))
         }
         handler.cdataBlock = handler.characters
         handler.reference = { context, name in
-            reader(context).reference(name)
+            reader(context).pointee.reference(name)
         }
         handler.serror = { context, error in
             guard let error, error.pointee.level == XML_ERR_FATAL else { return }
-            reader(context).fail(error.pointee)
+            reader(context).pointee.fail(error.pointee)
         }
         return handler
     }()
 
-    private static func reader(_ context: UnsafeMutableRawPointer?) -> XMLEntryReader {
-        Unmanaged<XMLEntryReader>.fromOpaque(context!).takeUnretainedValue()
+    private static func reader(_ context: UnsafeMutableRawPointer?) -> UnsafeMutablePointer<XMLEntryReader> {
+        context!.assumingMemoryBound(to: XMLEntryReader.self)
     }
 
     // MARK: Elements
 
-    private func start(_ name: UnsafePointer<xmlChar>, prefix: UnsafePointer<xmlChar>?, uri: UnsafePointer<xmlChar>?, attributes: Attributes) {
+    private mutating func start(_ name: UnsafePointer<xmlChar>, prefix: UnsafePointer<xmlChar>?, uri: UnsafePointer<xmlChar>?, attributes: Attributes) {
         guard problem == nil else { return }
         depth += 1
         if depth == 1 {
@@ -133,13 +143,13 @@ final class XMLEntryReader {
             if direct || mediaDepth > 0 { startField(role, attributes: attributes) }
         case .itunesCategory where direct || categoryDepth > 0:
             if categoryDepth == 0 { categoryDepth = depth }
-            if let text = attributes.value(of: "text") { fields.addCategory(Array(text.utf8)[...]) }
+            if let text = attributes.bytes(of: "text") { fields.addCategory(Array(text)[...]) }
         default:
             if direct, role.capturesText { startField(role, attributes: attributes) }
         }
     }
 
-    private func end(_ name: UnsafePointer<xmlChar>) {
+    private mutating func end(_ name: UnsafePointer<xmlChar>) {
         guard problem == nil else { return }
         defer {
             if bases.last?.depth == depth { bases.removeLast() }
@@ -159,7 +169,7 @@ final class XMLEntryReader {
         if depth == entryDepth { finishEntry() }
     }
 
-    private func characters(_ text: UnsafeBufferPointer<UInt8>) {
+    private mutating func characters(_ text: UnsafeBufferPointer<UInt8>) {
         guard problem == nil else { return }
         if person.field != nil, depth == person.fieldDepth {
             person.append(text)
@@ -171,7 +181,7 @@ final class XMLEntryReader {
 
     /// An entity the document does not declare, with an external DTD it may declare it in: read
     /// as HTML's entity of that name, if there is one (RSS 0.91's DTD declares HTML's).
-    private func reference(_ name: UnsafePointer<xmlChar>?) {
+    private mutating func reference(_ name: UnsafePointer<xmlChar>?) {
         guard problem == nil, let name, let parser, feedd_xml_in_attribute(parser) == 0 else { return }
         let codePoint = name.withMemoryRebound(to: CChar.self, capacity: 1) { feedd_html_entity($0) }
         guard codePoint != 0, let scalar = Unicode.Scalar(codePoint) else { return }
@@ -179,7 +189,7 @@ final class XMLEntryReader {
         utf8.withUnsafeBufferPointer { characters($0) }
     }
 
-    private func fail(_ error: xmlError) {
+    private mutating func fail(_ error: xmlError) {
         guard problem == nil else { return }
         var reason = ""
         if let message = error.message {
@@ -188,7 +198,7 @@ final class XMLEntryReader {
         problem = "not well-formed XML at line \(error.line), column \(error.int2)\(reason)"
     }
 
-    private func startRoot(_ name: UnsafePointer<xmlChar>, prefix: UnsafePointer<xmlChar>?, uri: UnsafePointer<xmlChar>?) {
+    private mutating func startRoot(_ name: UnsafePointer<xmlChar>, prefix: UnsafePointer<xmlChar>?, uri: UnsafePointer<xmlChar>?) {
         let namespace = uri.map { String(cString: $0).lowercased() } ?? ""
         let local = String(cString: name).lowercased()
         guard let format = FeedFormat(rootNamespace: namespace, name: local) else {
@@ -200,69 +210,53 @@ final class XMLEntryReader {
         rootNamespace = format == .rdf ? "" : namespace
     }
 
-    private func role(of name: UnsafePointer<xmlChar>, uri: UnsafePointer<xmlChar>?) -> ElementRole {
+    private mutating func role(of name: UnsafePointer<xmlChar>, uri: UnsafePointer<xmlChar>?) -> ElementRole {
         let key = ElementKey(name: UInt(bitPattern: name), namespace: UInt(bitPattern: uri))
         if let role = roles[key] { return role }
         let role = ElementRole(
             namespace: uri.map { String(cString: $0).lowercased() } ?? "", name: String(cString: name).lowercased(), root: rootNamespace)
-        roles[key] = role
+        roles.insert(role, for: key)
         return role
     }
 
     // MARK: Entries
 
-    private func startEntry(_ attributes: Attributes) {
+    private mutating func startEntry(_ attributes: Attributes) {
         entryDepth = depth
         fields.reset()
         guidIsPermalink = true
         // CDF puts an item's link and time in its attributes.
         guard format == .channelDefinition else { return }
-        if let href = attributes.value(of: "href") {
-            var text = Array(href.utf8)
-            fields.link.offer(&text, priority: 0, base: currentBase)
+        if let href = attributes.bytes(of: "href") {
+            var text = Array(href)
+            fields.offer(.link, &text, priority: 0, base: currentBase)
         }
-        if let modified = attributes.value(of: "lastmod") {
-            var text = Array(modified.utf8)
-            fields.updated.offer(&text, priority: 0)
+        if let modified = attributes.bytes(of: "lastmod") {
+            var text = Array(modified)
+            fields.offer(.updated, &text, priority: 0)
         }
     }
 
-    private func finishEntry() {
+    private mutating func finishEntry() {
         entryDepth = 0
         mediaDepth = 0
         categoryDepth = 0
-        var values = EntryValues()
-        values.title = readable(fields.title)
-        values.link = fields.link.text.flatMap { LinkResolution.resolve($0, against: fields.link.base ?? context.base) }
-        values.summary = fields.summary.isEmpty ? (fields.content.kind == .binary ? nil : readable(fields.content)) : readable(fields.summary)
-        let date = Self.time(fields.date)
-        values.published = Self.time(fields.published) ?? date
-        values.updated = Self.time(fields.updated) ?? date
-        values.author = fields.author.text
-        values.categories = fields.categories
-        if let entry = values.entry(guid: fields.guid.text, id: fields.id.text) { entries.append(entry) }
+        batch.add(fields)
+        if batch.isFull {
+            builder.submit(batch)
+            batch = CapturedBatch()
+        }
     }
 
-    /// A slot's text as the feed wants it given: HTML as plain text with `html = "text"`.
-    private func readable(_ slot: FieldSlot) -> ArraySlice<UInt8>? {
-        guard let text = slot.text else { return nil }
-        guard context.plainText, slot.kind == .html || slot.kind == .markup else { return text }
-        return HTMLText.plainText(text)[...]
-    }
-
-    private static func time(_ slot: FieldSlot) -> FeedTime? {
-        slot.text?.withUnsafeBufferPointer { FeedTime(utf8: $0) }
-    }
+    // MARK: xml:base
 
     /// Whether the document is Atom 1.0 (not Atom 0.3 or an Atom element in another format).
     var isAtom10: Bool { format == .atom && rootNamespace == Namespace.atom }
 
-    // MARK: xml:base
-
     /// The base URI in force: the innermost `xml:base`, else the document's.
     var currentBase: String { bases.last?.uri ?? context.base }
 
-    private func pushBase(_ value: String) {
+    private mutating func pushBase(_ value: String) {
         guard let resolved = LinkResolution.resolveBase(value, against: currentBase) else { return }
         bases.append((depth, resolved))
     }
@@ -270,9 +264,50 @@ final class XMLEntryReader {
 
 /// An element's name and namespace as libxml2's dictionary interns them: the same pointers for
 /// the same strings throughout one document.
-struct ElementKey: Hashable {
+struct ElementKey: Equatable {
     let name: UInt
     let namespace: UInt
+}
+
+/// Element roles by ``ElementKey``: a small open-addressing table, since a document has a few
+/// dozen distinct element names and asks for one per element, where a `Dictionary` would hash
+/// each key with SipHash.
+struct RoleCache {
+    private var keys = [ElementKey](repeating: ElementKey(name: 0, namespace: 0), count: 64)
+    private var values = [ElementRole](repeating: .other, count: 64)
+    private var count = 0
+
+    subscript(key: ElementKey) -> ElementRole? {
+        var index = Self.slot(key, in: keys.count)
+        while keys[index].name != 0 {
+            if keys[index] == key { return values[index] }
+            index = (index + 1) & (keys.count - 1)
+        }
+        return nil
+    }
+
+    mutating func insert(_ role: ElementRole, for key: ElementKey) {
+        if (count + 1) * 2 > keys.count { grow() }
+        var index = Self.slot(key, in: keys.count)
+        while keys[index].name != 0 { index = (index + 1) & (keys.count - 1) }
+        keys[index] = key
+        values[index] = role
+        count += 1
+    }
+
+    private mutating func grow() {
+        let old = zip(keys, values).filter { $0.0.name != 0 }
+        keys = [ElementKey](repeating: ElementKey(name: 0, namespace: 0), count: keys.count * 2)
+        values = [ElementRole](repeating: .other, count: keys.count)
+        count = 0
+        for (key, role) in old { insert(role, for: key) }
+    }
+
+    /// Fibonacci hashing of both pointers, which are 16-byte aligned.
+    private static func slot(_ key: ElementKey, in capacity: Int) -> Int {
+        let mixed = (key.name ^ (key.namespace &* 31)) &* 0x9E37_79B9_7F4A_7C15
+        return Int(truncatingIfNeeded: mixed >> 40) & (capacity - 1)
+    }
 }
 
 /// The attributes libxml2's SAX2 parser hands an element: five pointers each (local name, prefix,
@@ -283,7 +318,7 @@ struct Attributes {
 
     /// The value of the attribute whose local name is `name` (lowercase; compared without case),
     /// in the `xml:` namespace or, unless `inXMLNamespace`, in any.
-    func value(of name: StaticString, inXMLNamespace: Bool = false) -> String? {
+    func bytes(of name: StaticString, inXMLNamespace: Bool = false) -> UnsafeBufferPointer<UInt8>? {
         guard let pointer else { return nil }
         for index in 0..<count {
             guard let local = pointer[index * 5], Self.equalsIgnoringCase(local, name),
@@ -292,12 +327,17 @@ struct Attributes {
             if inXMLNamespace {
                 guard let prefix = pointer[index * 5 + 1], Self.equalsIgnoringCase(prefix, "xml") else { continue }
             }
-            return String(decoding: UnsafeBufferPointer(start: start, count: end - start), as: UTF8.self)
+            return UnsafeBufferPointer(start: start, count: end - start)
         }
         return nil
     }
 
-    /// Every attribute as `(name, value)`, the `xml:` prefix kept, for inline markup.
+    /// ``bytes(of:inXMLNamespace:)`` as a string.
+    func value(of name: StaticString, inXMLNamespace: Bool = false) -> String? {
+        bytes(of: name, inXMLNamespace: inXMLNamespace).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Every attribute as its local name, prefix and value, for inline markup.
     func forEach(_ body: (UnsafePointer<xmlChar>, UnsafePointer<xmlChar>?, UnsafeBufferPointer<UInt8>) -> Void) {
         guard let pointer else { return }
         for index in 0..<count {
@@ -306,9 +346,22 @@ struct Attributes {
         }
     }
 
+    /// Whether the NUL-terminated `text` is `name`, ignoring ASCII case.
     static func equalsIgnoringCase(_ text: UnsafePointer<xmlChar>, _ name: StaticString) -> Bool {
         let letters = name.utf8Start
         for index in 0..<name.utf8CodeUnitCount where text[index] | 0x20 != letters[index] | 0x20 { return false }
         return text[name.utf8CodeUnitCount] == 0
+    }
+
+    /// Whether `value` is `word`, ignoring ASCII case and surrounding white space.
+    static func value(_ value: UnsafeBufferPointer<UInt8>, is word: StaticString) -> Bool {
+        var start = 0
+        var end = value.count
+        while start < end, Trimming.isSpace(value[start]) { start += 1 }
+        while end > start, Trimming.isSpace(value[end - 1]) { end -= 1 }
+        guard end - start == word.utf8CodeUnitCount else { return false }
+        let letters = word.utf8Start
+        for index in 0..<(end - start) where value[start + index] | 0x20 != letters[index] | 0x20 { return false }
+        return true
     }
 }

@@ -136,6 +136,23 @@ struct DateScanner {
         return sign * hours * 60
     }
 
+    /// Up to eight ASCII letters (or `/`), lowercased, packed into an integer: a name to look up
+    /// in a table with one comparison; nil for a longer or a non-ASCII word.
+    static func key(_ word: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        guard word.count <= 8 else { return nil }
+        var key: UInt64 = 0
+        for byte in word {
+            guard byte < 0x80 else { return nil }
+            key = key << 8 | UInt64(byte | 0x20)
+        }
+        return key
+    }
+
+    /// ``key(_:)`` of a name written in the source.
+    static func key(_ name: StaticString) -> UInt64 {
+        key(UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))!
+    }
+
     /// Whether `word` is `name` or its beginning of at least `minimum` letters, ignoring ASCII case.
     static func word(_ word: UnsafeBufferPointer<UInt8>, abbreviates name: StaticString, minimum: Int = 3) -> Bool {
         guard word.count >= minimum, word.count <= name.utf8CodeUnitCount else { return false }

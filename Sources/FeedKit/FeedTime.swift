@@ -61,30 +61,42 @@ public struct FeedTime: Sendable, Hashable, Comparable {
         let withinDay = millisecondsSinceEpoch - days * 86_400_000
         let (year, month, day) = Self.civilDate(daysSinceEpoch: days)
         let seconds = withinDay / 1000
-        func append(_ value: Int64, digits: Int) {
-            var divisor: Int64 = 1
-            for _ in 1..<digits { divisor *= 10 }
-            while divisor > 0 {
-                bytes.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
-                divisor /= 10
+        let milliseconds = withinDay % 1000
+        // Written into a fixed buffer first, then appended at once.
+        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        let length = withUnsafeMutableBytes(of: &text) { buffer -> Int in
+            var end = 0
+            func put(_ value: Int64, digits: Int) {
+                var rest = value
+                for index in (0..<digits).reversed() {
+                    buffer[end + index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
+                }
+                end += digits
             }
+            func put(_ character: Unicode.Scalar) {
+                buffer[end] = UInt8(ascii: character)
+                end += 1
+            }
+            put(year, digits: 4)
+            put("-")
+            put(month, digits: 2)
+            put("-")
+            put(day, digits: 2)
+            put("T")
+            put(seconds / 3600, digits: 2)
+            put(":")
+            put(seconds / 60 % 60, digits: 2)
+            put(":")
+            put(seconds % 60, digits: 2)
+            if milliseconds != 0 {
+                put(".")
+                put(milliseconds, digits: 3)
+            }
+            put("Z")
+            return end
         }
-        append(year, digits: 4)
-        bytes.append(UInt8(ascii: "-"))
-        append(month, digits: 2)
-        bytes.append(UInt8(ascii: "-"))
-        append(day, digits: 2)
-        bytes.append(UInt8(ascii: "T"))
-        append(seconds / 3600, digits: 2)
-        bytes.append(UInt8(ascii: ":"))
-        append(seconds / 60 % 60, digits: 2)
-        bytes.append(UInt8(ascii: ":"))
-        append(seconds % 60, digits: 2)
-        if withinDay % 1000 != 0 {
-            bytes.append(UInt8(ascii: "."))
-            append(withinDay % 1000, digits: 3)
-        }
-        bytes.append(UInt8(ascii: "Z"))
+        withUnsafeBytes(of: &text) { bytes.append(contentsOf: $0.prefix(length)) }
     }
 
     // MARK: Arithmetic

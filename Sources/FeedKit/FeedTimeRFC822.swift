@@ -93,11 +93,13 @@ extension FeedTime {
         var name = scanner.word()
         if DateScanner.word(name, is: "etc"), scanner.skip("/") { name = scanner.word() }
         guard let named = namedZone(name) else { return nil }
-        guard named == 0, DateScanner.word(name, is: "gmt") || DateScanner.word(name, is: "utc") || DateScanner.word(name, is: "ut"),
+        guard named == 0, let key = DateScanner.key(name), Self.universalKeys.contains(key),
             let next = scanner.peek(), next == UInt8(ascii: "+") || next == UInt8(ascii: "-")
         else { return named }
         return scanner.offset(hoursAlone: false)
     }
+
+    private static let universalKeys: [UInt64] = [DateScanner.key("gmt"), DateScanner.key("utc"), DateScanner.key("ut")]
 
     /// A comment in parentheses, as RFC 822 allows after the zone (`+0000 (UTC)`); true when
     /// there is none.
@@ -112,14 +114,30 @@ extension FeedTime {
         "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december",
     ]
     private static let dayNames: [StaticString] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+    /// The first three letters of each name, as ``DateScanner/key(_:)`` packs them.
+    private static let monthKeys = monthNames.map { prefixKey($0) }
+    private static let dayKeys = dayNames.map { prefixKey($0) }
+
+    private static func prefixKey(_ name: StaticString) -> UInt64 {
+        DateScanner.key(UnsafeBufferPointer(start: name.utf8Start, count: 3))!
+    }
+
+    /// The index in `names` of the name `word` is or abbreviates (to three letters at least).
+    private static func index(of word: UnsafeBufferPointer<UInt8>, in names: [StaticString], keys: [UInt64]) -> Int? {
+        guard word.count >= 3, let key = DateScanner.key(UnsafeBufferPointer(rebasing: word[0..<3])), let index = keys.firstIndex(of: key),
+            word.count == 3 || DateScanner.word(word, abbreviates: names[index])
+        else { return nil }
+        return index
+    }
 
     private static func month(named word: UnsafeBufferPointer<UInt8>) -> Int64? {
-        if let index = monthNames.firstIndex(where: { DateScanner.word(word, abbreviates: $0) }) { return Int64(index + 1) }
+        if let index = index(of: word, in: monthNames, keys: monthKeys) { return Int64(index + 1) }
+        guard word.contains(where: { $0 >= 0x80 }) else { return nil }
         return Greek.months.first { DateScanner.word(word, equals: $0.name) }?.month
     }
 
     private static func isDayName(_ word: UnsafeBufferPointer<UInt8>) -> Bool {
-        dayNames.contains { DateScanner.word(word, abbreviates: $0) } || Greek.days.contains { DateScanner.word(word, equals: $0) }
+        index(of: word, in: dayNames, keys: dayKeys) != nil || Greek.days.contains { DateScanner.word(word, equals: $0) }
     }
 
     /// Zones by name, in minutes east of UTC: RFC 822's, the North American ones without their
@@ -135,8 +153,11 @@ extension FeedTime {
         ("aedt", 660), ("nzst", 720), ("nzdt", 780),
     ]
 
+    private static let zoneKeys = namedZones.map { DateScanner.key($0.name) }
+
     private static func namedZone(_ word: UnsafeBufferPointer<UInt8>) -> Int64? {
-        namedZones.first { DateScanner.word(word, is: $0.name) }?.offset
+        guard let key = DateScanner.key(word), let index = zoneKeys.firstIndex(of: key) else { return nil }
+        return namedZones[index].offset
     }
 
     /// Greek names, as feedparser reads them (with their variant spellings).
