@@ -30,6 +30,7 @@ enum HTMLText {
         handler.characters = { context, bytes, count in
             collector(context).append(UnsafeBufferPointer(start: bytes, count: Int(count)))
         }
+        handler.cdataBlock = { _, _, _ in }
         return handler
     }()
 
