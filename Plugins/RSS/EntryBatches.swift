@@ -27,47 +27,50 @@ struct CapturedEntry: Sendable {
 /// Entries as the reader found them, their text in one buffer, on their way to becoming
 /// ``FeedEntry`` values: the work of turning them into JSON (dates, links, escaping, HTML as
 /// text) is done a batch at a time, on other cores while the document is still being read.
+///
+/// The reader captures each field's text straight into `bytes`, and takes back (drops from the
+/// end) what no field wants.
 struct CapturedBatch: Sendable {
-    private(set) var bytes: [UInt8] = []
+    var bytes: [UInt8]
     private(set) var entries: [CapturedEntry] = []
     private(set) var categories: [Range<Int>] = []
 
     /// How many entries a batch holds before it is built.
     static let size = 256
 
-    var isFull: Bool { entries.count >= Self.size }
-    var isEmpty: Bool { entries.isEmpty }
+    /// A batch with room for `expectedBytes` of text, so that its buffer rarely grows (and copies).
+    init(expectedBytes: Int = 0) {
+        bytes = []
+        bytes.reserveCapacity(expectedBytes)
+    }
 
-    /// Keeps the entry `fields` holds, copying its text.
+    var isFull: Bool { entries.count >= Self.size }
+
+    /// Drops the bytes from `offset` on: text no field took.
+    mutating func takeBack(from offset: Int) {
+        if offset < bytes.count { bytes.removeLast(bytes.count - offset) }
+    }
+
+    /// Keeps the entry whose fields' text is in `bytes` where `fields` says.
     mutating func add(_ fields: EntryFields) {
-        func keep(_ field: Field) -> CapturedText? {
+        func text(_ field: Field) -> CapturedText? {
             let slot = fields[field]
-            guard let text = slot.text else { return nil }
-            let start = bytes.count
-            bytes.append(contentsOf: text)
-            return CapturedText(range: start..<bytes.count, kind: slot.kind)
+            return slot.isEmpty ? nil : CapturedText(range: slot.range, kind: slot.kind)
         }
         var entry = CapturedEntry()
-        entry.title = keep(.title)
-        entry.link = keep(.link)
+        entry.title = text(.title)
+        entry.link = text(.link)
         entry.linkBase = fields[.link].base
         // The summary, else the content if it is text (not an image's bytes).
-        entry.summary = keep(.summary) ?? (fields[.content].kind == .binary ? nil : keep(.content))
-        entry.published = keep(.published)
-        entry.updated = keep(.updated)
-        entry.date = keep(.date)
-        entry.author = keep(.author)
-        entry.guid = keep(.guid)
-        entry.id = keep(.id)
-        let firstCategory = categories.count
-        var start = 0
-        for end in fields.categoryEnds {
-            let offset = bytes.count
-            bytes.append(contentsOf: fields.categoryBytes[start..<end])
-            categories.append(offset..<bytes.count)
-            start = end
-        }
-        entry.categories = firstCategory..<categories.count
+        entry.summary = text(.summary) ?? (fields[.content].kind == .binary ? nil : text(.content))
+        entry.published = text(.published)
+        entry.updated = text(.updated)
+        entry.date = text(.date)
+        entry.author = text(.author)
+        entry.guid = text(.guid)
+        entry.id = text(.id)
+        entry.categories = categories.count..<(categories.count + fields.categories.count)
+        categories.append(contentsOf: fields.categories)
         entries.append(entry)
     }
 

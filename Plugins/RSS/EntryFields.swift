@@ -34,13 +34,10 @@ enum Field: Int, CaseIterable {
     case author, guid, id
 }
 
-/// One field of the entry being read: the best text found for it so far, by priority (0 first),
-/// the first of equal priority winning.
+/// One field of the entry being read: where the best text found for it so far is in the batch's
+/// bytes, by priority (0 first), the first of equal priority winning.
 struct FieldSlot {
-    private var bytes: [UInt8] = []
-    /// The text without white space at either end: `bytes[start..<end]`.
-    private var start = 0
-    private var end = 0
+    private(set) var range: Range<Int> = 0..<0
     private(set) var priority: UInt8 = .max
     private(set) var kind: TextKind = .text
     /// The base URI a link's text is relative to, where the element was.
@@ -48,64 +45,52 @@ struct FieldSlot {
 
     var isEmpty: Bool { priority == .max }
 
-    /// The text, if the slot has one.
-    var text: ArraySlice<UInt8>? { isEmpty ? nil : bytes[start..<end] }
-
     func accepts(_ priority: UInt8) -> Bool { priority < self.priority }
 
-    /// Takes `candidate`'s text if it is not only white space and `priority` beats the slot's,
-    /// leaving `candidate` with the slot's old buffer (so that buffers are reused, not allocated).
-    mutating func offer(_ candidate: inout [UInt8], priority: UInt8, kind: TextKind = .text, base: String? = nil) {
-        guard priority < self.priority else { return }
-        let trimmed = Trimming.trimmed(candidate[...])
-        guard !trimmed.isEmpty else { return }
-        swap(&bytes, &candidate)
-        (start, end) = (trimmed.startIndex, trimmed.endIndex)
+    /// Takes the text at `range` (not empty, white space trimmed) if `priority` beats the
+    /// slot's; whether it did.
+    @discardableResult
+    mutating func take(_ range: Range<Int>, priority: UInt8, kind: TextKind = .text, base: String? = nil) -> Bool {
+        guard priority < self.priority, !range.isEmpty else { return false }
+        self.range = range
         self.priority = priority
         self.kind = kind
         self.base = base
+        return true
     }
 
     mutating func reset() {
-        bytes.clear()
         priority = .max
         base = nil
     }
 }
 
-/// Everything the reader has found of the entry being read.
+/// Everything the reader has found of the entry being read, as places in its batch's bytes.
 struct EntryFields {
     /// By ``Field``'s raw value.
     var slots = [FieldSlot](repeating: FieldSlot(), count: Field.allCases.count)
-    /// Every category's text, one after the other, each ending where `categoryEnds` says.
-    var categoryBytes: [UInt8] = []
-    var categoryEnds: [Int] = []
+    /// Each category once, in document order.
+    var categories: [Range<Int>] = []
 
     subscript(field: Field) -> FieldSlot { slots[field.rawValue] }
 
-    mutating func offer(_ field: Field, _ candidate: inout [UInt8], priority: UInt8, kind: TextKind = .text, base: String? = nil) {
-        slots[field.rawValue].offer(&candidate, priority: priority, kind: kind, base: base)
+    @discardableResult
+    mutating func take(_ field: Field, _ range: Range<Int>, priority: UInt8, kind: TextKind = .text, base: String? = nil) -> Bool {
+        slots[field.rawValue].take(range, priority: priority, kind: kind, base: base)
     }
 
     mutating func reset() {
         for index in slots.indices { slots[index].reset() }
-        categoryBytes.clear()
-        categoryEnds.clear()
+        categories.clear()
     }
 
-    /// Adds a category's text, unless it is empty or the entry has it already.
-    mutating func addCategory(_ text: ArraySlice<UInt8>) {
-        let trimmed = Trimming.trimmed(text)
-        guard !trimmed.isEmpty else { return }
-        var start = 0
-        for end in categoryEnds {
-            if categoryBytes[start..<end].elementsEqual(trimmed) { return }
-            start = end
-        }
-        categoryBytes.append(contentsOf: trimmed)
-        categoryEnds.append(categoryBytes.count)
+    /// Adds the category at `range` of `bytes`, unless it is empty or the entry has it already;
+    /// whether it did.
+    mutating func addCategory(_ range: Range<Int>, in bytes: [UInt8]) -> Bool {
+        guard !range.isEmpty, !categories.contains(where: { bytes[$0].elementsEqual(bytes[range]) }) else { return false }
+        categories.append(range)
+        return true
     }
-
 }
 
 extension Array {
@@ -119,6 +104,15 @@ extension Array {
 enum Trimming {
     static func isSpace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D
+    }
+
+    /// `range` of `bytes` without white space at either end.
+    static func trimmed(_ range: Range<Int>, in bytes: [UInt8]) -> Range<Int> {
+        var end = range.upperBound
+        while end > range.lowerBound, isSpace(bytes[end - 1]) { end -= 1 }
+        var start = range.lowerBound
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        return start..<end
     }
 
     /// `bytes` without white space at either end.

@@ -16,6 +16,8 @@ struct FieldCapture {
 
     let role: ElementRole
     let depth: Int
+    /// Where the text starts in the batch's bytes.
+    let start: Int
     var mode: Mode
     let kind: TextKind
     let base64: Bool
@@ -23,7 +25,7 @@ struct FieldCapture {
     let unwrapsDiv: Bool
     /// How many elements are directly inside, so far.
     var children = 0
-    /// Where the wrapping `div`'s content starts and ends in the text.
+    /// Where the wrapping `div`'s content starts and ends in the batch's bytes.
     var wrapperStart: Int?
     var wrapperEnd: Int?
     /// Whether there is text directly inside, beside the wrapping `div`.
@@ -64,9 +66,7 @@ extension XMLEntryReader {
         case .link:
             if let href = attributes.bytes(of: "href") { return offerAtomLink(href, attributes: attributes) }
         case .category:
-            if let term = attributes.bytes(of: "term"), term.contains(where: { !Trimming.isSpace($0) }) {
-                return fields.addCategory(Array(term)[...])
-            }
+            if let term = attributes.bytes(of: "term"), term.contains(where: { !Trimming.isSpace($0) }) { return keepAttribute(term, as: nil) }
         case .guid:
             guidIsPermalink = !(attributes.bytes(of: "ispermalink").map { Attributes.value($0, is: "false") } ?? false)
         case .author:
@@ -83,9 +83,17 @@ extension XMLEntryReader {
                 type: attributes.value(of: "type"), mode: attributes.value(of: "mode"), default: role.defaultKind, atom10: isAtom10)
         }
         let mode: FieldCapture.Mode = !role.holdsMarkup ? .direct : (kind == .markup && !base64 ? .markup : .flexible)
-        capture = FieldCapture(role: role, depth: depth, mode: mode, kind: kind, base64: base64, unwrapsDiv: unwrapsDiv)
+        capture = FieldCapture(role: role, depth: depth, start: batch.bytes.count, mode: mode, kind: kind, base64: base64, unwrapsDiv: unwrapsDiv)
         captureBase = role == .link || role == .guid ? currentBase : nil
-        buffer.clear()
+    }
+
+    /// Keeps an attribute's value as `field`'s text (or, without a field, as a category).
+    mutating func keepAttribute(_ value: UnsafeBufferPointer<UInt8>, as field: (Field, UInt8)?, base: String? = nil) {
+        let start = batch.bytes.count
+        batch.bytes.append(contentsOf: value)
+        let range = Trimming.trimmed(start..<batch.bytes.count, in: batch.bytes)
+        let kept = field.map { fields.take($0.0, range, priority: $0.1, base: base) } ?? fields.addCategory(range, in: batch.bytes)
+        if !kept { batch.takeBack(from: start) }
     }
 
     /// An Atom `link`: the entry's own page is its `rel="alternate"` (the default) link to HTML.
@@ -96,8 +104,8 @@ extension XMLEntryReader {
         {
             return
         }
-        var text = Array(href)
-        fields.offer(.link, &text, priority: 0, base: currentBase)
+        guard fields[.link].accepts(0) else { return }
+        keepAttribute(href, as: (.link, 0), base: currentBase)
     }
 
     /// An element inside the field being read: kept as a tag if the field holds markup. In HTML
@@ -117,33 +125,18 @@ extension XMLEntryReader {
             capture.children += 1
             isWrapper = capture.unwrapsDiv && capture.children == 1 && !capture.textOutside && Attributes.equalsIgnoringCase(name, "div")
         }
-        buffer.append(UInt8(ascii: "<"))
-        Self.appendName(name, prefix: nil, to: &buffer)
-        // SVG and MathML inside XHTML say what they are, as their namespace prefix is dropped.
-        if let uri, let namespace = Self.embeddedNamespaces.first(where: { Attributes.equalsIgnoringCase(name, $0.root) && Attributes.equalsIgnoringCase(uri, $0.uri) })?.uri {
-            buffer.append(contentsOf: #" xmlns=""#.utf8)
-            namespace.withUTF8Buffer { buffer.append(contentsOf: $0) }
-            buffer.append(UInt8(ascii: "\""))
-        }
-        attributes.forEach { local, prefix, value in
-            buffer.append(UInt8(ascii: " "))
-            Self.appendName(local, prefix: prefix, to: &buffer)
-            buffer.append(contentsOf: #"=""#.utf8)
-            Self.appendEscaped(value, quotes: true, to: &buffer)
-            buffer.append(UInt8(ascii: "\""))
-        }
-        buffer.append(UInt8(ascii: ">"))
-        if isWrapper { capture.wrapperStart = buffer.count }
+        Self.appendStartTag(name, uri: uri, attributes: attributes, to: &batch.bytes)
+        if isWrapper { capture.wrapperStart = batch.bytes.count }
         self.capture = capture
     }
 
     /// The end of an element inside the field being read.
     mutating func endInCapture(_ name: UnsafePointer<xmlChar>) {
         guard var capture, capture.mode == .markup else { return }
-        if depth == capture.depth + 1, capture.wrapperStart != nil, capture.wrapperEnd == nil { capture.wrapperEnd = buffer.count }
-        buffer.append(contentsOf: "</".utf8)
-        Self.appendName(name, prefix: nil, to: &buffer)
-        buffer.append(UInt8(ascii: ">"))
+        if depth == capture.depth + 1, capture.wrapperStart != nil, capture.wrapperEnd == nil { capture.wrapperEnd = batch.bytes.count }
+        batch.bytes.append(contentsOf: "</".utf8)
+        Self.appendName(name, prefix: nil, to: &batch.bytes)
+        batch.bytes.append(UInt8(ascii: ">"))
         self.capture = capture
     }
 
@@ -151,11 +144,11 @@ extension XMLEntryReader {
         guard var capture else { return }
         switch capture.mode {
         case .direct:
-            if depth == capture.depth { buffer.append(contentsOf: text) }
+            if depth == capture.depth { batch.bytes.append(contentsOf: text) }
         case .flexible:
-            buffer.append(contentsOf: text)
+            batch.bytes.append(contentsOf: text)
         case .markup:
-            Self.appendEscaped(text, quotes: false, to: &buffer)
+            Self.appendEscaped(text, quotes: false, to: &batch.bytes)
             if depth == capture.depth, !capture.textOutside, text.contains(where: { !Trimming.isSpace($0) }) {
                 capture.textOutside = true
                 self.capture = capture
@@ -163,37 +156,66 @@ extension XMLEntryReader {
         }
     }
 
-    /// The end of the field's element: its text goes to its field, if it beats what is there.
+    /// The end of the field's element: its text goes to its field, if it beats what is there,
+    /// and is taken back from the batch's bytes if no field wants it.
     mutating func finishField() {
         guard let capture else { return }
         self.capture = nil
-        if capture.base64, let decoded = Data(base64Encoded: Data(buffer), options: .ignoreUnknownCharacters),
+        var range = capture.start..<batch.bytes.count
+        if capture.base64, let decoded = Data(base64Encoded: Data(batch.bytes[range]), options: .ignoreUnknownCharacters),
             String(validating: decoded, as: UTF8.self) != nil
         {
-            buffer = Array(decoded)
+            batch.takeBack(from: capture.start)
+            batch.bytes.append(contentsOf: decoded)
+            range = capture.start..<batch.bytes.count
         }
         if capture.unwrapsDiv, capture.children == 1, !capture.textOutside, let start = capture.wrapperStart, let end = capture.wrapperEnd {
-            buffer = Array(buffer[start..<end])
+            range = start..<end
         }
+        range = Trimming.trimmed(range, in: batch.bytes)
+        var kept = false
         switch capture.role {
         case .author:
             // An Atom person's name, else RSS's text, else the person's email.
-            fields.offer(.author, &person.name, priority: 0)
-            fields.offer(.author, &buffer, priority: 0)
-            fields.offer(.author, &person.email, priority: 0)
+            let name = Trimming.trimmed(person.name[...])
+            let email = Trimming.trimmed(person.email[...])
+            if let chosen = !name.isEmpty ? name : (range.isEmpty && !email.isEmpty ? email : nil) {
+                batch.takeBack(from: capture.start)
+                batch.bytes.append(contentsOf: chosen)
+                range = capture.start..<batch.bytes.count
+            }
             person.depth = 0
-        case .guid where guidIsPermalink && fields[.link].accepts(1):
-            var link = buffer
-            fields.offer(.link, &link, priority: 1, base: captureBase)
+        case .guid where guidIsPermalink:
+            kept = fields.take(.link, range, priority: 1, base: captureBase)
         default:
             break
         }
         if capture.role.isCategory {
-            fields.addCategory(buffer[...])
+            kept = fields.addCategory(range, in: batch.bytes) || kept
         } else if let (field, priority) = capture.role.slot {
-            fields.offer(field, &buffer, priority: priority, kind: capture.kind, base: captureBase)
+            kept = fields.take(field, range, priority: priority, kind: capture.kind, base: captureBase) || kept
         }
-        buffer.clear()
+        if !kept { batch.takeBack(from: capture.start) }
+    }
+
+    /// `<name attributes>` as inline markup writes it.
+    private static func appendStartTag(_ name: UnsafePointer<xmlChar>, uri: UnsafePointer<xmlChar>?, attributes: Attributes, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "<"))
+        appendName(name, prefix: nil, to: &bytes)
+        // SVG and MathML inside XHTML say what they are, as their namespace prefix is dropped.
+        if let uri, let namespace = embeddedNamespaces.first(where: { Attributes.equalsIgnoringCase(name, $0.root) && Attributes.equalsIgnoringCase(uri, $0.uri) })?.uri {
+            bytes.append(contentsOf: #" xmlns=""#.utf8)
+            namespace.withUTF8Buffer { bytes.append(contentsOf: $0) }
+            bytes.append(UInt8(ascii: "\""))
+        }
+        attributes.forEach { local, prefix, value in
+            bytes.append(UInt8(ascii: " "))
+            appendName(local, prefix: prefix, to: &bytes)
+            bytes.append(contentsOf: #"=""#.utf8)
+            appendEscaped(value, quotes: true, to: &bytes)
+            bytes.append(UInt8(ascii: "\""))
+        }
+        bytes.append(UInt8(ascii: ">"))
     }
 
     private static let embeddedNamespaces: [(root: StaticString, uri: StaticString)] = [

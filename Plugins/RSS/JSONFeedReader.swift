@@ -44,11 +44,13 @@ enum JSONFeedReader {
         values.published = item["date_published"]?.stringValue.flatMap(FeedTime.init)
         values.updated = item["date_modified"]?.stringValue.flatMap(FeedTime.init)
         values.author = (authorName(item) ?? feedAuthor).map { Array($0.utf8)[...] }
-        var fields = EntryFields()
+        var tags: [String] = []
         for tag in item["tags"]?.arrayValue ?? [] {
-            if let text = tag.stringValue { fields.addCategory(Array(text.utf8)[...]) }
+            guard let text = tag.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty, !tags.contains(text) else { continue }
+            tags.append(text)
+            values.categoryBytes.append(contentsOf: text.utf8)
+            values.categoryEnds.append(values.categoryBytes.count)
         }
-        (values.categoryBytes, values.categoryEnds) = (fields.categoryBytes, fields.categoryEnds)
         let id: String? = item["id"]?.stringValue ?? item["id"]?.integerValue.map { String($0) }
         return values.entry(guid: id.map { Array($0.utf8)[...] }, id: nil)
     }
