@@ -18,8 +18,9 @@ import FeedKit
 /// A value, mutated in place by libxml2's callbacks through a pointer.
 struct XMLEntryReader {
     let context: DocumentContext
-    /// The entries read since the last full batch went to `builder`.
-    private var batch = CapturedBatch()
+    /// The entries read since the last full batch went to `builder`, and the text of the one
+    /// being read.
+    var batch = CapturedBatch()
     private let builder: BatchBuilder
     private(set) var problem: String?
     private(set) var format: FeedFormat?
@@ -42,8 +43,6 @@ struct XMLEntryReader {
     var capture: FieldCapture?
     /// The base URI where the field being captured is, if it is a link.
     var captureBase: String?
-    /// The text of the field being captured.
-    var buffer: [UInt8] = []
     var person = PersonCapture()
     /// Whether the entry's `guid` is its link too (RSS 2.0's `isPermaLink`, true unless it says false).
     var guidIsPermalink = true
@@ -61,14 +60,13 @@ struct XMLEntryReader {
             reader.deallocate()
         }
         let result = bytes.withMemoryRebound(to: CChar.self) { text -> Int32 in
-            let created = withUnsafePointer(to: handler) { feedd_xml_parser($0, reader, text.baseAddress, Int32(text.count)) }
-            guard let parser = created else { return -1 }
+            guard let parser = withUnsafePointer(to: handler, { feedd_xml_parser($0, reader) }) else { return -1 }
             reader.pointee.parser = parser
             defer {
                 reader.pointee.parser = nil
                 xmlFreeParserCtxt(parser)
             }
-            return feedd_xml_run(parser)
+            return feedd_xml_run(parser, text.baseAddress, Int32(text.count))
         }
         if let problem = reader.pointee.problem { throw FeedDocumentError(description: problem) }
         guard result == 0 else { throw FeedDocumentError(description: "not well-formed XML") }
@@ -143,7 +141,7 @@ struct XMLEntryReader {
             if direct || mediaDepth > 0 { startField(role, attributes: attributes) }
         case .itunesCategory where direct || categoryDepth > 0:
             if categoryDepth == 0 { categoryDepth = depth }
-            if let text = attributes.bytes(of: "text") { fields.addCategory(Array(text)[...]) }
+            if let text = attributes.bytes(of: "text") { keepAttribute(text, as: nil) }
         default:
             if direct, role.capturesText { startField(role, attributes: attributes) }
         }
@@ -227,14 +225,8 @@ struct XMLEntryReader {
         guidIsPermalink = true
         // CDF puts an item's link and time in its attributes.
         guard format == .channelDefinition else { return }
-        if let href = attributes.bytes(of: "href") {
-            var text = Array(href)
-            fields.offer(.link, &text, priority: 0, base: currentBase)
-        }
-        if let modified = attributes.bytes(of: "lastmod") {
-            var text = Array(modified)
-            fields.offer(.updated, &text, priority: 0)
-        }
+        if let href = attributes.bytes(of: "href") { keepAttribute(href, as: (.link, 0), base: currentBase) }
+        if let modified = attributes.bytes(of: "lastmod") { keepAttribute(modified, as: (.updated, 0)) }
     }
 
     private mutating func finishEntry() {
@@ -243,8 +235,9 @@ struct XMLEntryReader {
         categoryDepth = 0
         batch.add(fields)
         if batch.isFull {
+            let used = batch.bytes.count
             builder.submit(batch)
-            batch = CapturedBatch()
+            batch = CapturedBatch(expectedBytes: used + used / 4)
         }
     }
 
