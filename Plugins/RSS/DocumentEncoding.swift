@@ -5,17 +5,17 @@ import Glibc
 /// it (a byte-order mark, then the `charset` of the HTTP `Content-Type`, then the XML
 /// declaration's `encoding`, then UTF-8) and converted with glibc's iconv, which knows every
 /// encoding feeds are written in (`iconv -l`). A UTF-8 document is used as it is, not copied.
-struct DecodedDocument {
+struct DecodedDocument: ~Copyable {
     /// The UTF-8 text: `bytes` from `start` on (past a UTF-8 byte-order mark).
-    let bytes: [UInt8]
-    let start: Int
+    private var bytes: [UInt8]
+    private var start: Int
 
     /// The encoding of `body`, and `body` as UTF-8; throws naming the encoding when iconv does
     /// not know it, or when the bytes are not valid in it.
-    init(_ body: [UInt8], contentType: String?) throws(FeedDocumentError) {
+    init(_ body: consuming [UInt8], contentType: String?) throws(FeedDocumentError) {
         let (name, source, offset) = Self.encoding(of: body, contentType: contentType)
         if Self.isUTF8(name) {
-            bytes = body
+            bytes = consume body
             start = offset
             return
         }
@@ -28,6 +28,17 @@ struct DecodedDocument {
     /// Calls `body` with the UTF-8 text.
     func withText<T>(_ body: (UnsafeBufferPointer<UInt8>) throws(FeedDocumentError) -> T) throws(FeedDocumentError) -> T {
         try bytes.withUnsafeBufferPointer { buffer throws(FeedDocumentError) in try body(UnsafeBufferPointer(rebasing: buffer[start...])) }
+    }
+
+    /// Whether the text, past white space, starts with `{`: a JSON text rather than XML.
+    var isJSON: Bool {
+        bytes[start...].first(where: { !Trimming.isSpace($0) }) == UInt8(ascii: "{")
+    }
+
+    /// Lets go of the text (its storage is freed if nothing else holds it).
+    mutating func letGo() {
+        bytes = []
+        start = 0
     }
 
     // MARK: Finding the encoding

@@ -28,13 +28,11 @@ public struct DocumentContext: Sendable {
 /// libxml2 directly rather than Foundation's XMLParser: on malformed input XMLParser crashed (a
 /// name that is not UTF-8) and leaked an error object per document; the fuzzer found both.
 public enum FeedDocument {
-    public static func entries(in body: [UInt8], context: DocumentContext = DocumentContext()) throws(FeedDocumentError) -> [FeedEntry] {
+    /// The entries of `body`, a response's body as it came; `body` is let go of as soon as it is
+    /// no longer needed, which frees it while the entries are built if the caller gave it up too.
+    public static func entries(in body: consuming [UInt8], context: DocumentContext = DocumentContext()) throws(FeedDocumentError) -> [FeedEntry] {
         let document = try DecodedDocument(body, contentType: context.contentType)
-        return try document.withText { text throws(FeedDocumentError) in
-            guard text.first(where: { !Trimming.isSpace($0) }) == UInt8(ascii: "{") else {
-                return try XMLEntryReader.entries(in: text, context: context)
-            }
-            return try JSONFeedReader.entries(in: text, context: context)
-        }
+        guard document.isJSON else { return try XMLEntryReader.entries(in: document, context: context) }
+        return try document.withText { text throws(FeedDocumentError) in try JSONFeedReader.entries(in: text, context: context) }
     }
 }

@@ -84,26 +84,23 @@ public struct RSSSource: SourceAdapter {
         let context = DocumentContext(
             url: url.absoluteString, contentType: response.headers["content-type"], contentLocation: response.headers["content-location"],
             plainText: plainText)
+        // The response is given up, so that its body is freed as soon as the reader is done with it.
+        let answer = HTTPResponse(status: response.status, headers: response.headers, body: [])
         let entries: [FeedEntry]
         do {
-            entries = try FeedDocument.entries(in: response.body, context: context)
+            entries = try FeedDocument.entries(in: (consume response).body, context: context)
         } catch {
             throw SourceError.rejected("the document from \(url.absoluteString) is \(error.description)")
         }
-        if polls { revalidation.remember(response, from: url, generation: generation) }
+        if polls { revalidation.remember(answer, from: url, generation: generation) }
         return Self.newestFirst(entries).map(\.item)
     }
 
     /// By `published`, else `updated`, newest first; undated entries last, in document order.
     public static func newestFirst(_ entries: [FeedEntry]) -> [FeedEntry] {
-        entries.enumerated().sorted { first, second in
-            switch (first.element.time, second.element.time) {
-            case (let a?, let b?) where a != b: return a > b
-            case (.some, nil): return true
-            case (nil, .some): return false
-            default: return first.offset < second.offset
-            }
-        }.map(\.element)
+        // Sorted as (time, position) pairs, which compare without touching the entries.
+        let keys = entries.enumerated().map { (time: $1.time?.millisecondsSinceEpoch ?? .min, position: $0) }
+        return keys.sorted { $0.time != $1.time ? $0.time > $1.time : $0.position < $1.position }.map { entries[$0.position] }
     }
 
     /// `"B.P"`: batch B, page P; nil (page 1) is batch 1, page 1.

@@ -47,10 +47,11 @@ struct XMLEntryReader {
     /// Whether the entry's `guid` is its link too (RSS 2.0's `isPermaLink`, true unless it says false).
     var guidIsPermalink = true
 
-    /// The entries of the UTF-8 document `bytes`, in document order.
-    static func entries(in bytes: UnsafeBufferPointer<UInt8>, context: DocumentContext) throws(FeedDocumentError) -> [FeedEntry] {
+    /// The entries of the UTF-8 document, in document order. libxml2 reads a copy of the text:
+    /// `document`'s own bytes (a response's body, unless it was converted) are let go of as soon
+    /// as the copy is made, so that the two are not both held while the entries are built.
+    static func entries(in document: consuming DecodedDocument, context: DocumentContext) throws(FeedDocumentError) -> [FeedEntry] {
         _ = libraryReady
-        guard bytes.count < Int(Int32.max) else { throw FeedDocumentError(description: "larger than 2 GiB") }
         // The callbacks reach the reader through this pointer: no reference counting and no
         // exclusivity check per callback, as a class's property would cost. One parse, one thread.
         let reader = UnsafeMutablePointer<XMLEntryReader>.allocate(capacity: 1)
@@ -59,15 +60,18 @@ struct XMLEntryReader {
             reader.deinitialize(count: 1)
             reader.deallocate()
         }
-        let result = bytes.withMemoryRebound(to: CChar.self) { text -> Int32 in
-            guard let parser = withUnsafePointer(to: handler, { feedd_xml_parser($0, reader) }) else { return -1 }
-            reader.pointee.parser = parser
-            defer {
-                reader.pointee.parser = nil
-                xmlFreeParserCtxt(parser)
+        let created = try document.withText { text -> xmlParserCtxtPtr? in
+            guard text.count < Int(Int32.max) else { return nil }
+            return text.withMemoryRebound(to: CChar.self) { text in
+                withUnsafePointer(to: handler) { feedd_xml_parser($0, reader, text.baseAddress, Int32(text.count)) }
             }
-            return feedd_xml_run(parser, text.baseAddress, Int32(text.count))
         }
+        document.letGo()
+        guard let parser = created else { throw FeedDocumentError(description: "too large for libxml2 (2 GiB or more)") }
+        reader.pointee.parser = parser
+        let result = feedd_xml_run(parser)
+        reader.pointee.parser = nil
+        xmlFreeParserCtxt(parser)
         if let problem = reader.pointee.problem { throw FeedDocumentError(description: problem) }
         guard result == 0 else { throw FeedDocumentError(description: "not well-formed XML") }
         guard reader.pointee.format != nil else { throw FeedDocumentError(description: "empty, not an RSS, Atom or JSON Feed document") }

@@ -11,8 +11,9 @@
 #include <libxml/HTMLparser.h>
 #include <string.h>
 
-/// A parser of UTF-8 XML that calls `handler` with `context`; NULL if libxml2 has no memory.
-/// Feed it with feedd_xml_run, free it with xmlFreeParserCtxt.
+/// A parser for `length` bytes of UTF-8 XML that calls `handler` with `context`; NULL if libxml2
+/// has no memory. The parser holds a copy of the bytes, so the caller may free them at once. Run
+/// it with feedd_xml_run, free it with xmlFreeParserCtxt.
 ///
 /// - NONET: nothing is ever fetched (no DTD, no external entity), and no DTD is loaded at all.
 /// - NOENT: attribute values come decoded (`&amp;` as `&`); with no entity declarations kept (the
@@ -22,22 +23,18 @@
 ///   still no entity expansion, since none is ever declared to the parser.
 /// - IGNORE_ENC: the caller has already turned the bytes into UTF-8, whatever the XML
 ///   declaration says.
-static inline xmlParserCtxtPtr feedd_xml_parser(const xmlSAXHandler *handler, void *context) {
-    xmlParserCtxtPtr parser = xmlCreatePushParserCtxt((xmlSAXHandlerPtr)handler, context, NULL, 0, NULL);
+static inline xmlParserCtxtPtr feedd_xml_parser(const xmlSAXHandler *handler, void *context, const char *bytes, int length) {
+    xmlParserCtxtPtr parser = xmlCreateMemoryParserCtxt(bytes, length);
     if (parser == NULL) return NULL;
+    memcpy(parser->sax, handler, sizeof(xmlSAXHandler));
+    parser->userData = context;
     xmlCtxtUseOptions(parser, XML_PARSE_NONET | XML_PARSE_NOWARNING | XML_PARSE_NOENT | XML_PARSE_HUGE | XML_PARSE_IGNORE_ENC);
     return parser;
 }
 
-/// Parses the whole document of `length` bytes, handing it to libxml2 a slice at a time so that
-/// libxml2 never holds a copy of more than a slice; 0 when it is well-formed, else libxml2's
-/// error number (or -1).
-static inline int feedd_xml_run(xmlParserCtxtPtr parser, const char *bytes, int length) {
-    const int slice = 256 * 1024;
-    for (int offset = 0; offset < length && parser->wellFormed; offset += slice) {
-        xmlParseChunk(parser, bytes + offset, length - offset < slice ? length - offset : slice, 0);
-    }
-    xmlParseChunk(parser, NULL, 0, 1);
+/// Parses the whole document; 0 when it is well-formed, else libxml2's error number (or -1).
+static inline int feedd_xml_run(xmlParserCtxtPtr parser) {
+    xmlParseDocument(parser);
     if (parser->wellFormed) return 0;
     return parser->errNo != 0 ? parser->errNo : -1;
 }
