@@ -34,7 +34,6 @@ enum Namespace {
     static let media = "http://search.yahoo.com/mrss/"
     static let itunes = "http://www.itunes.com/dtds/podcast-1.0.dtd"
     static let xhtml = "http://www.w3.org/1999/xhtml"
-    static let xml = "http://www.w3.org/xml/1998/namespace"
 
     /// The namespaces whose elements are a feed format's own (`title`, `link`, `item`…): none,
     /// RSS 1.0's and 0.90's, Atom's, the namespaces RSS 2.0 was given over the years, and Atom's
@@ -191,11 +190,5 @@ enum ElementRole: UInt8, Sendable {
     /// Whether the element's text is a category.
     var isCategory: Bool {
         self == .category || self == .dublinCoreSubject || self == .mediaCategory
-    }
-
-    /// Whether the element counts for its entry only directly inside a `media:group` or
-    /// `media:content` (or directly inside the entry).
-    var isMedia: Bool {
-        self == .mediaTitle || self == .mediaDescription || self == .mediaCategory
     }
 }
