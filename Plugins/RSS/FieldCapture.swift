@@ -145,6 +145,9 @@ extension XMLEntryReader {
         switch capture.mode {
         case .direct:
             if depth == capture.depth { batch.bytes.append(contentsOf: text) }
+        case .flexible where text.count == 1:
+            // An entity (`&lt;` in escaped HTML) comes as a text of its own: one byte, appended as one.
+            batch.bytes.append(text[0])
         case .flexible:
             batch.bytes.append(contentsOf: text)
         case .markup:
