@@ -155,7 +155,7 @@ import TestSupport
         }
         #expect(published.last == "c")
         #expect(published.filter { $0 != "c" }.count <= 2, "a page from before the restart may come again, a new one holds only c: \(published)")
-        #expect(FileManager.default.fileExists(atPath: directory.path + "/state/adapters/news/seen-entries.json"))
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/state/adapters/news/published-entries"))
     }
 
     @Test func check_config_reports_http_and_rss_options_at_their_line_without_the_token() throws {

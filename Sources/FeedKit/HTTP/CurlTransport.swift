@@ -215,6 +215,11 @@ private final class Transfer {
             bodyTooLarge = true
             return false
         }
+        // Room for the whole body at once: growing by doubling would copy it and leave up to
+        // twice its size allocated (a compressed body's length is only a start).
+        if body.isEmpty, let length = headers["content-length"].flatMap({ Int($0) }), length > bytes.count, length <= maximumBodyBytes {
+            body.reserveCapacity(length)
+        }
         body.append(contentsOf: bytes)
         return true
     }
