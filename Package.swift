@@ -57,7 +57,11 @@ let package = Package(
             cxxSettings: [.define("TOML_HEADER_ONLY", to: "1"), .define("TOML_EXCEPTIONS", to: "0"), .define("NDEBUG")]),
 
         // A fleet's shared leases, generations, cursors and pages in NATS JetStream (SPEC §8).
-        .target(name: "FeedCluster", dependencies: ["FeedKit", "CNATS"]),
+        .target(name: "FeedCluster", dependencies: ["FeedKit", "CNATS", "CSodium"]),
+        // libsodium: the fleet key's MACs (HMAC-SHA-512-256) and the Ed25519 behind NKey seeds.
+        .systemLibrary(
+            name: "CSodium", pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]),
         // Durable state: generations, pages, consumer cursors, in SQLite (WAL) with one writer thread.
         .target(name: "FeedState", dependencies: ["FeedKit", "CSQLite"]),
         .systemLibrary(
@@ -88,7 +92,8 @@ let package = Package(
         .executableTarget(name: "feedd", dependencies: ["Daemon"]),
         .executableTarget(name: "feedctl", dependencies: ["FeedClient", "FeedKit"]),
 
-        .target(name: "TestSupport", dependencies: ["FeedClient", "FeedKit"], path: "Tests/TestSupport"),
+        // FeedCluster: tests mint NATS JWTs with its NKeys.
+        .target(name: "TestSupport", dependencies: ["FeedClient", "FeedKit", "FeedCluster"], path: "Tests/TestSupport"),
         // The benchmark: the real daemon against a loopback upstream (swift run -c release feedd-bench).
         // It depends on feedd only so that building it builds the daemon it measures.
         .executableTarget(name: "FeeddBench", dependencies: ["TestSupport", "FeedClient", "FeedKit", "FeedCluster", "feedd"], path: "Benchmarks/FeeddBench"),

@@ -99,6 +99,7 @@ struct ClusterStoreTests {
         let first = try await connectedStore([server], instance: "first")
         let second = try await connectedStore([server], instance: "second")
         let positions = (1...20).map { CursorPosition(generation: 1, page: $0) } + (0...5).map { CursorPosition(generation: 2, page: $0) }
+        try await publishPages(at: positions + [CursorPosition(generation: 1, page: 30)], of: "users", through: first)
         // Both instances acknowledge every position at once, in opposite orders.
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { for position in positions { _ = try await first.advanceCursor(feed: "users", consumer: "mobile app", to: position) } }
@@ -229,13 +230,13 @@ struct ClusterStoreTests {
     @Test func test_a_missing_credentials_or_certificate_authority_file_is_an_error_not_an_endless_retry() async throws {
         let server = try NATSServer()
         var withoutCredentials = ClusterStore.Configuration(servers: [server.url], name: "test", replicas: 1, lease: .seconds(10), instance: "lost")
-        withoutCredentials.credentialsFile = "/nonexistent/feedd.creds"
+        withoutCredentials.authentication = .credentials(file: "/nonexistent/feedd.creds")
         var withoutAuthorities = withoutCredentials
-        withoutAuthorities.credentialsFile = nil
-        withoutAuthorities.trustedCertificatesFile = "/nonexistent/ca.pem"
+        withoutAuthorities.authentication = .none
+        withoutAuthorities.tls.trustedCertificates = "/nonexistent/ca.pem"
         for (configuration, file) in [(withoutCredentials, "/nonexistent/feedd.creds"), (withoutAuthorities, "/nonexistent/ca.pem")] {
             do {
-                let store = try await ClusterStore.connect(configuration)
+                let store = try await ClusterStore.connect(configuration, logger: testLogger)
                 await store.close()
                 Issue.record("connected without \(file)")
             } catch {
@@ -251,7 +252,7 @@ struct ClusterStoreTests {
         var configuration = ClusterStore.Configuration(
             servers: ["nats://127.0.0.1:\(port)"], name: "test", replicas: 1, lease: .seconds(10), instance: "early")
         configuration.requestTimeout = .seconds(1)
-        let store = try await ClusterStore.connect(configuration)
+        let store = try await ClusterStore.connect(configuration, logger: testLogger)
         #expect(store.state == .disconnected)
         await #expect(throws: NATSError.self) { _ = try await store.cursor(feed: "users", consumer: "app") }
         let generations = store.generations()

@@ -1,20 +1,35 @@
 import FeedCluster
+import FeedKit
 import Foundation
 import TestSupport
 
 /// A store connected to `servers` as instance `instance`, impatient enough for tests: calls
 /// give up after a second and a frozen server is noticed within about a second and a half.
 func connectedStore(
-    _ servers: [NATSServer], instance: String, name: String = "test", replicas: Int = 1, lease: Duration = .seconds(10)
+    _ servers: [NATSServer], instance: String, name: String = "test", replicas: Int = 1, lease: Duration = .seconds(10),
+    _ configure: (inout ClusterStore.Configuration) -> Void = { _ in }
 ) async throws -> ClusterStore {
     var configuration = ClusterStore.Configuration(servers: servers.map(\.url), name: name, replicas: replicas, lease: lease, instance: instance)
     configuration.requestTimeout = .seconds(1)
     configuration.pingInterval = .milliseconds(500)
-    let store = try await ClusterStore.connect(configuration)
+    configure(&configuration)
+    let store = try await ClusterStore.connect(configuration, logger: testLogger)
     try await waitForState(.connected, of: store)
     // A new cluster elects its JetStream leader a moment after it accepts clients.
     _ = try await retryingWhileUnavailable { try await store.cursor(feed: "warm-up", consumer: "none") }
     return store
+}
+
+/// The stores' logger in tests: lines are dropped (tests read rejections from the counts).
+let testLogger = Logger(sink: DiscardingSink())
+
+/// Publishes a page at each of `positions` (page 0 has none): without a fleet key, a cursor is
+/// believed only on a page the fleet published.
+func publishPages(at positions: [CursorPosition], of feed: String, through store: ClusterStore) async throws {
+    for position in positions where position.page > 0 {
+        let page = PageAddress(feed: feed, generation: position.generation, page: position.page)
+        _ = try await retryingWhileUnavailable { try await store.publishPage(page, line: Array("\(page)\n".utf8)) }
+    }
 }
 
 /// Waits until `store` reports `state`.

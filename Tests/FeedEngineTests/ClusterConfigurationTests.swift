@@ -30,7 +30,7 @@ import Testing
         let minimal = try #require(try load("[cluster]\nnats = [\"nats://127.0.0.1:4222\"]\n").cluster)
         #expect(minimal == ClusterSettings(servers: ["nats://127.0.0.1:4222"]))
         #expect(minimal.name == "feedd" && minimal.replicas == 1 && minimal.lease == .seconds(10))
-        #expect(minimal.credentialsFile == nil && minimal.trustedCertificatesFile == nil)
+        #expect(minimal.authentication == .none && minimal.trustedCertificatesFile == nil && minimal.keyFile == nil)
 
         let full = try #require(
             try load("""
@@ -45,7 +45,7 @@ import Testing
             ).cluster)
         #expect(full.servers == ["nats://nats-1.internal:4222", "tls://user:secret@nats-2.internal"])
         #expect(full.name == "prod" && full.replicas == 3 && full.lease == .seconds(2))
-        #expect(full.credentialsFile == "/etc/feedd/nats.creds" && full.trustedCertificatesFile == "/etc/feedd/ca.pem")
+        #expect(full.authentication == .credentials(file: "/etc/feedd/nats.creds") && full.trustedCertificatesFile == "/etc/feedd/ca.pem")
     }
 
     @Test func the_nats_list_is_required_and_every_url_must_be_nats_or_tls() {
