@@ -47,6 +47,8 @@ final class ConnectionEvents: Sendable {
         var lostBeforeFirst = false
         /// Why the last attempt to connect failed, until one succeeds: told to each new reports listener.
         var lastAttemptFailure: NATSError?
+        /// The server of the connection up now, told to each new reports listener.
+        var server: String?
         var nextListener = 0
         var stateListeners: [Int: AsyncStream<ConnectionState>.Continuation] = [:]
         var reportListeners: [Int: AsyncStream<ConnectionReport>.Continuation] = [:]
@@ -83,7 +85,9 @@ final class ConnectionEvents: Sendable {
         let id = current.withLock { state in
             state.nextListener += 1
             state.reportListeners[state.nextListener] = continuation
+            // A new listener learns where things stand first.
             if let failure = state.lastAttemptFailure, state.state == .disconnected { continuation.yield(.attemptFailed(failure)) }
+            if let server = state.server, state.state == .connected { continuation.yield(.connected(server: server)) }
             if state.state == .closed { continuation.finish() }
             return state.nextListener
         }
@@ -105,6 +109,7 @@ final class ConnectionEvents: Sendable {
                 if state.connections == 1 { .connected(server: server) } else { .restored(server: server, outage: .now - (state.lostAt ?? .now)) }
             state.lostAt = nil
             state.lastAttemptFailure = nil
+            state.server = server
             Self.change(&state, to: .connected)
             for listener in state.reportListeners.values { listener.yield(report) }
         }

@@ -10,9 +10,10 @@ import TestSupport
 @Suite(.serialized) struct FleetTests {
     /// A daemon in the fleet `test` of `servers`, serving `users` from `upstream`; returns once
     /// it has joined the fleet's generation of it (unless `waitUntilJoined` is false).
+    /// `cluster` is added to the `[cluster]` table (authentication, a fleet key).
     static func instance(
         _ servers: [String], _ upstream: LoopbackUpstream, lease: String = "1s", replicas: Int = 1, waitUntilJoined: Bool = true,
-        feeds: String? = nil
+        cluster: String = "", feeds: String? = nil
     ) throws -> DaemonProcess {
         let daemon = try DaemonProcess(config: """
             [cluster]
@@ -20,6 +21,7 @@ import TestSupport
             name = "test"
             lease = "\(lease)"
             replicas = \(replicas)
+            \(cluster)
             \(feeds ?? """
             [feeds.users]
             source = "randomuser"
