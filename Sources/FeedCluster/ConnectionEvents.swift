@@ -152,13 +152,17 @@ final class ConnectionEvents: Sendable {
     }
 
     func closed() {
-        current.withLock { state in
+        let (states, reports) = current.withLock { state in
             Self.change(&state, to: .closed)
-            for listener in state.stateListeners.values { listener.finish() }
-            for listener in state.reportListeners.values { listener.finish() }
-            state.stateListeners.removeAll()
-            state.reportListeners.removeAll()
+            defer {
+                state.stateListeners.removeAll()
+                state.reportListeners.removeAll()
+            }
+            return (Array(state.stateListeners.values), Array(state.reportListeners.values))
         }
+        // Outside the lock: finishing a stream runs its termination handler, which takes it.
+        for listener in states { listener.finish() }
+        for listener in reports { listener.finish() }
     }
 
     private static func change(_ state: inout State, to new: ConnectionState) {

@@ -13,12 +13,12 @@ import TestSupport
     /// `cluster` is added to the `[cluster]` table (authentication, a fleet key).
     static func instance(
         _ servers: [String], _ upstream: LoopbackUpstream, lease: String = "1s", replicas: Int = 1, waitUntilJoined: Bool = true,
-        cluster: String = "", feeds: String? = nil
+        name: String = "test", cluster: String = "", feeds: String? = nil
     ) throws -> DaemonProcess {
         let daemon = try DaemonProcess(config: """
             [cluster]
             nats = [\(servers.map { "\"\($0)\"" }.joined(separator: ", "))]
-            name = "test"
+            name = "\(name)"
             lease = "\(lease)"
             replicas = \(replicas)
             \(cluster)

@@ -25,22 +25,30 @@ public final class NATSServer: Sendable {
     /// The network namespace it runs in (`ip netns exec`), if not the test's own.
     public let namespace: String?
     private let configuration: String?
+    /// Variables the configuration file may name (`password: $FEEDD_PASSWORD`).
+    private let environment: [String: String]
     private let directory: TemporaryDirectory
     private let running = Locked<(process: Process, log: LogCollector)?>(nil)
 
     /// Starts a single JetStream server on `port` (a free one if nil), with `configuration` as
-    /// its configuration file if given; returns once it accepts clients.
-    public convenience init(port: Int? = nil, configuration: String? = nil) throws {
-        try self.init(name: "nats-1", host: "127.0.0.1", port: try port ?? Self.freePort(), cluster: nil, configuration: configuration, namespace: nil)
+    /// its configuration file if given (and `environment` for the variables it names); returns
+    /// once it accepts clients.
+    public convenience init(port: Int? = nil, configuration: String? = nil, environment: [String: String] = [:]) throws {
+        try self.init(
+            name: "nats-1", host: "127.0.0.1", port: try port ?? Self.freePort(), cluster: nil, configuration: configuration, namespace: nil,
+            environment: environment)
     }
 
-    private init(name: String, host: String, port: Int, cluster: Cluster?, configuration: String?, namespace: String?) throws {
+    private init(
+        name: String, host: String, port: Int, cluster: Cluster?, configuration: String?, namespace: String?, environment: [String: String] = [:]
+    ) throws {
         self.name = name
         self.host = host
         self.port = port
         self.cluster = cluster
         self.configuration = configuration
         self.namespace = namespace
+        self.environment = environment
         directory = try TemporaryDirectory()
         try start()
     }
@@ -98,6 +106,7 @@ public final class NATSServer: Sendable {
             ]
         }
         if let configuration { arguments += ["-c", try directory.write("nats.conf", configuration)] }
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
         if let namespace {
             // `ip netns exec` enters the namespace and execs the server: the pid is the server's.
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
