@@ -91,27 +91,23 @@ struct ConnectionSecrets: Sendable {
 
     /// The file's text without the line break an editor leaves at its end.
     private static func secret(in file: String, _ what: String) throws(NATSError) -> String {
-        let text: String
-        do {
-            text = try String(contentsOfFile: file, encoding: .utf8)
-        } catch {
-            throw NATSError(.failed, operation: "read the \(what) file \(file)", reason: Self.reason(error))
-        }
-        let secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let secret = try text(of: file, what).trimmingCharacters(in: .whitespacesAndNewlines)
         guard !secret.isEmpty else { throw NATSError(.failed, operation: "read the \(what) file \(file)", reason: "it is empty") }
         return secret
+    }
+
+    /// The whole text of `file`; an error says why it cannot be read, in the system's words.
+    static func text(of file: String, _ what: String) throws(NATSError) -> String {
+        try checkReadable(file, what)
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw NATSError(.failed, operation: "read the \(what) file \(file)", reason: "it is not UTF-8 text")
+        }
+        return text
     }
 
     private static func checkReadable(_ file: String, _ what: String) throws(NATSError) {
         guard access(file, R_OK) != 0 else { return }
         throw NATSError(.failed, operation: "read the \(what) file \(file)", reason: String(cString: strerror(errno)))
-    }
-
-    /// Why a file could not be read, in the system's words.
-    static func reason(_ error: any Error) -> String {
-        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-        if let code = underlying?.code, underlying?.domain == NSPOSIXErrorDomain { return String(cString: strerror(Int32(code))) }
-        return "cannot be read as UTF-8 text"
     }
 }
 

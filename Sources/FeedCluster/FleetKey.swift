@@ -27,12 +27,7 @@ public struct FleetKey: Sendable {
     /// Reads the key file at `path`.
     public init(contentsOf path: String) throws(NATSError) {
         let operation = "read the fleet key file \(path)"
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw NATSError(.failed, operation: operation, reason: ConnectionSecrets.reason(error))
-        }
+        let text = try ConnectionSecrets.text(of: path, "fleet key")
         var keys: [[UInt8]] = []
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = line.trimmingCharacters(in: .whitespaces)

@@ -97,4 +97,23 @@ import Testing
         #expect(configuration.feeds.allSatisfy { $0.settings.options["shared"] == nil })
         #expect(problems("[feeds.a]\nsource = \"file\"\npath = \"/a\"\nshared = \"yes\"\n") == ["test.toml:4:1: feeds.a.shared: expected a boolean, got a string"])
     }
+
+    @Test func each_way_of_authenticating_is_read_and_only_one_may_be_given() throws {
+        let base = "[cluster]\nnats = [\"tls://127.0.0.1:4222\"]\n"
+        func authentication(_ keys: String) throws -> ClusterSettings.Authentication? { try load(base + keys).cluster?.authentication }
+        #expect(try authentication("user = \"feedd\"\npassword_file = \"/p\"\n") == .password(user: "feedd", passwordFile: "/p"))
+        #expect(try authentication("token_file = \"/t\"\n") == .token(file: "/t"))
+        #expect(try authentication("nkey_seed_file = \"/n\"\n") == .nkeySeed(file: "/n"))
+        #expect(try authentication("creds_file = \"/c\"\n") == .credentials(file: "/c"))
+        #expect(try authentication("creds = \"/old\"\n") == .credentials(file: "/old"))
+        let full = try #require(try load(base + "tls_ca = \"/ca\"\ntls_cert = \"/cert\"\ntls_key = \"/key\"\nkey_file = \"/fleet.key\"\n").cluster)
+        #expect(full.trustedCertificatesFile == "/ca" && full.certificateFile == "/cert" && full.privateKeyFile == "/key" && full.keyFile == "/fleet.key")
+
+        #expect(problems(base + "user = \"feedd\"\n") == ["test.toml:3:1: cluster.user: needs password_file (the file holding its password)"])
+        #expect(problems(base + "password_file = \"/p\"\n") == ["test.toml:3:1: cluster.password_file: needs user (whose password it holds)"])
+        #expect(
+            problems(base + "token_file = \"/t\"\nnkey_seed_file = \"/n\"\n")
+                == ["test.toml:4:1: cluster.nkey_seed_file: only one way of authenticating may be given: token_file, nkey_seed_file are"])
+        #expect(problems(base + "tls_cert = \"/cert\"\n") == ["test.toml:3:1: cluster.tls_cert: tls_cert and tls_key go together (a client certificate and its key)"])
+    }
 }
