@@ -45,12 +45,9 @@ extension ClusterStore {
                 try? await Task.sleep(for: .milliseconds(1 << (attempt - 1)))
             }
             let entry = try await cursors.entry(key)
-            // Only a cursor that would be kept needs the whole check; one behind is replaced anyway.
-            if let entry, let stored = decoded(cursor: entry, in: cursors), stored >= position,
-                try await isPlausible(stored, of: feed, at: entry.key, in: cursors)
-            {
-                return stored
-            }
+            // A stored cursor that is not valid is written over, or a forged one far ahead would
+            // keep every later acknowledgement from being stored.
+            if let entry, let stored = try await believed(cursor: entry, of: feed, in: cursors), stored >= position { return stored }
             do {
                 if let entry {
                     _ = try await cursors.update(key, to: value, expecting: entry.revision)
@@ -63,25 +60,22 @@ extension ClusterStore {
         throw NATSError(.conflict, operation: "advance cursor \"\(key)\"", reason: "the cursor kept changing")
     }
 
-    /// The cursor in `entry`, if valid. With a fleet key its seal proves an instance wrote it;
-    /// without one, a cursor in the feed's current generation must at least name a page the
-    /// fleet published (or page 0): a cursor past them would skip pages never acknowledged.
+    /// The cursor in `entry`, if valid: in range, and not in a generation after the newest one
+    /// believed (a refresh starts every cursor anew). Where a cursor points within its
+    /// generation cannot be checked further: a page an instance served may be missing from the
+    /// pages stream (its publication failed while the acknowledgement, through another stream's
+    /// leader, went through), and a consumer that acknowledged it must resume after it. Only
+    /// the fleet key's seal tells a cursor an instance wrote from one a NATS user wrote.
     private func believed(cursor entry: KeyValueBucket.Entry, of feed: String, in bucket: KeyValueBucket) async throws(NATSError) -> CursorPosition? {
-        guard let position = decoded(cursor: entry, in: bucket), try await isPlausible(position, of: feed, at: entry.key, in: bucket) else { return nil }
+        guard let position = record(entry, in: bucket, .cursor, { value, address in CursorPosition.decode(value, address: address) }) else { return nil }
+        var newest = generationFloor.withLock { $0[feed] }
+        // A refresh elsewhere this instance has not heard of yet: ask the fleet before deciding.
+        if let known = newest, position.generation > known { newest = try await generation(of: feed)?.generation ?? known }
+        if let newest, position.generation > newest {
+            rejections.record(Rejection(.cursor, at: "\(bucket.name) \(entry.key)", "it is in generation \(position.generation), after the fleet's \(newest)"))
+            return nil
+        }
         return position
-    }
-
-    private func decoded(cursor entry: KeyValueBucket.Entry, in bucket: KeyValueBucket) -> CursorPosition? {
-        record(entry, in: bucket, .cursor) { value, address in CursorPosition.decode(value, address: address) }
-    }
-
-    private func isPlausible(_ position: CursorPosition, of feed: String, at key: String, in bucket: KeyValueBucket) async throws(NATSError) -> Bool {
-        let current = generationFloor.withLock { $0[feed] ?? 0 }
-        guard configuration.fleetKey == nil, position.page > 0, position.generation >= current else { return true }
-        let page = PageAddress(feed: feed, generation: position.generation, page: position.page)
-        if try await isPublished(page) { return true }
-        rejections.record(Rejection(.cursor, at: "\(bucket.name) \(key)", "it names \(page), which the fleet never published"))
-        return false
     }
 
     /// Forgets `consumer`'s cursor on `feed`.

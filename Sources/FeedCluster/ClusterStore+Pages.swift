@@ -41,11 +41,6 @@ extension ClusterStore {
         return opened(message, as: page)
     }
 
-    /// Whether anything is stored at `page`'s address.
-    func isPublished(_ page: PageAddress) async throws(NATSError) -> Bool {
-        try await storedPage(page) != nil
-    }
-
     private func storedPage(_ page: PageAddress) async throws(NATSError) -> NATSClient.Message? {
         _ = try await opened()
         let subject = subject(of: page)

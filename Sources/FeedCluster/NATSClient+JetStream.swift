@@ -124,6 +124,21 @@ extension NATSClient {
         }
     }
 
+    /// The name of the server that leads `stream` now, as JetStream reports it; nil while it has
+    /// none (or on a server that is not part of a cluster).
+    public func streamLeader(_ stream: String) async throws(NATSError) -> String? {
+        let operation = "read the leader of stream \"\(stream)\""
+        return try await perform(operation) { handles throws(NATSError) in
+            var info: UnsafeMutablePointer<jsStreamInfo>?
+            var serverError = jsErrCode(rawValue: 0)
+            let status = js_GetStreamInfo(&info, handles.jetStream, stream, nil, &serverError)
+            defer { jsStreamInfo_Destroy(info) }
+            guard status == NATS_OK else { throw NATSError(status: status, operation: operation, serverError: serverError) }
+            guard let leader = info?.pointee.Cluster?.pointee.Leader else { return nil }
+            return String(validatingCString: leader)
+        }
+    }
+
     /// Removes every message on `subject` (wildcards allowed) from `stream`.
     public func purge(stream: String, subject: String) async throws(NATSError) {
         let operation = "purge \"\(subject)\" from stream \"\(stream)\""

@@ -44,7 +44,6 @@ struct ClusterFaultTests {
         let store = try await connectedStore(servers, instance: "steadfast", replicas: 3)
         let refresher = try await connectedStore(servers, instance: "refresher", replicas: 3)
         let acknowledged = CursorPosition(generation: 1, page: 7)
-        try await publishPages(at: [acknowledged], of: "users", through: store)
         let first = try await retryingWhileUnavailable {
             try await refresher.startGeneration(of: "users", replacing: nil, seed: "seed-1", fingerprint: "definition")
         }

@@ -75,26 +75,27 @@ struct ClusterForgeryTests {
         await store.close()
     }
 
-    @Test func a_forged_cursor_past_the_published_pages_is_neither_resumed_from_nor_kept() async throws {
+    @Test func a_forged_cursor_out_of_range_or_in_a_generation_never_started_is_neither_resumed_from_nor_kept() async throws {
         let server = try NATSServer()
         let store = try await connectedStore([server], instance: "honest")
         let forger = try await Forger.connect(server)
         _ = try await store.startGeneration(of: "users", replacing: nil, seed: "seed", fingerprint: "definition")
-        let acknowledged = CursorPosition(generation: 1, page: 2)
-        try await publishPages(at: [CursorPosition(generation: 1, page: 1), acknowledged], of: "users", through: store)
-        _ = try await store.advanceCursor(feed: "users", consumer: "app", to: acknowledged)
+        _ = try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: 2))
 
-        // Resumed at page 900, the consumer would never get pages 3 to 900.
-        try await forger.put("cursors", "users.app", #"{"generation":1,"page":900}"#)
-        #expect(try await store.cursor(feed: "users", consumer: "app") == nil)
-        #expect(rejected(store, .cursor) == 1)
-        // Nor does it stop the consumer's next acknowledgement from being stored.
-        try await publishPages(at: [CursorPosition(generation: 1, page: 3)], of: "users", through: store)
+        for forged in [#"{"generation":1,"page":2199023255552}"#, #"{"generation":7,"page":1}"#, #"{"generation":-4,"page":"three"}"#] {
+            try await forger.put("cursors", "users.app", forged)
+            #expect(try await store.cursor(feed: "users", consumer: "app") == nil, "\(forged)")
+        }
+        #expect(rejected(store, .cursor) == 3)
+        // Nor does one stop the consumer's next acknowledgement from being stored.
         #expect(try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: 3)) == CursorPosition(generation: 1, page: 3))
         #expect(try await store.cursor(feed: "users", consumer: "app") == CursorPosition(generation: 1, page: 3))
-
-        try await forger.put("cursors", "users.app", #"{"generation":-4,"page":"three"}"#)
-        #expect(try await store.cursor(feed: "users", consumer: "app") == nil)
+        // A cursor in a generation started elsewhere a moment ago is believed.
+        let second = try await connectedStore([server], instance: "refresher")
+        _ = try await second.startGeneration(of: "users", replacing: try await second.generation(of: "users"), seed: "seed-2", fingerprint: "definition")
+        _ = try await second.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 2, page: 1))
+        #expect(try await store.cursor(feed: "users", consumer: "app") == CursorPosition(generation: 2, page: 1))
+        await second.close()
         await forger.close()
         await store.close()
     }

@@ -23,15 +23,6 @@ func connectedStore(
 /// The stores' logger in tests: lines are dropped (tests read rejections from the counts).
 let testLogger = Logger(sink: DiscardingSink())
 
-/// Publishes a page at each of `positions` (page 0 has none): without a fleet key, a cursor is
-/// believed only on a page the fleet published.
-func publishPages(at positions: [CursorPosition], of feed: String, through store: ClusterStore) async throws {
-    for position in positions where position.page > 0 {
-        let page = PageAddress(feed: feed, generation: position.generation, page: position.page)
-        _ = try await retryingWhileUnavailable { try await store.publishPage(page, line: Array("\(page)\n".utf8)) }
-    }
-}
-
 /// Waits until `store` reports `state`.
 func waitForState(_ state: ConnectionState, of store: ClusterStore, within limit: Duration = .seconds(15)) async throws {
     try await within(limit, "the cluster connection to become \(state)") {

@@ -109,7 +109,7 @@ public final class NATSServer: Sendable {
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new } }
         if let namespace {
             // `ip netns exec` enters the namespace and execs the server: the pid is the server's.
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            process.executableURL = URL(fileURLWithPath: NetworkNamespaces.command)
             process.arguments = ["netns", "exec", namespace, "/usr/sbin/nats-server"] + arguments
         } else {
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/nats-server")
