@@ -84,7 +84,8 @@ public final class ClusterFleetLink: FleetLink {
             // Another instance's refresh got there first: that one is the new generation.
             if let current, current.generation > generation { return Self.convert(current) }
             let started = try await store.startGeneration(
-                of: feed, replacing: current, seed: seed, fingerprint: fingerprint, firstNumber: generation + 1)
+                of: feed, replacing: current, seed: seed, fingerprint: fingerprint,
+                firstNumber: min(generation, Int(RecordLimits.maximumGeneration)) + 1)
             if let current { forgetPagesLater(of: feed, generation: current.generation) }
             return Self.convert(started)
         }

@@ -114,6 +114,10 @@ import Testing
         #expect(
             problems(base + "token_file = \"/t\"\nnkey_seed_file = \"/n\"\n")
                 == ["test.toml:4:1: cluster.nkey_seed_file: only one way of authenticating may be given: token_file, nkey_seed_file are"])
+        // A URL that is not right is shown without the password it carries.
+        #expect(
+            problems("[cluster]\nnats = [\"nats://feedd:hunter2@a:99999\"]\n")
+                == ["test.toml:2:1: cluster.nats: \"nats://a:99999\" is not a nats:// or tls:// URL with a host (such as \"nats://nats-1.internal:4222\")"])
         #expect(problems(base + "tls_cert = \"/cert\"\n") == ["test.toml:3:1: cluster.tls_cert: tls_cert and tls_key go together (a client certificate and its key)"])
     }
 }

@@ -63,7 +63,11 @@ extension ConfigurationLoader {
             guard let servers = try table.stringArray("nats") else { throw table.missing("nats") }
             guard !servers.isEmpty else { throw table.invalid("nats", "needs at least one server URL") }
             if let bad = servers.first(where: { !Self.isNATSURL($0) }) {
-                throw table.invalid("nats", "\"\(bad)\" is not a nats:// or tls:// URL with a host (such as \"nats://nats-1.internal:4222\")")
+                // Whatever is wrong with it, a password in it is not for the log.
+                var shown = URLComponents(string: bad)
+                shown?.user = nil
+                shown?.password = nil
+                throw table.invalid("nats", "\"\(shown?.string ?? bad)\" is not a nats:// or tls:// URL with a host (such as \"nats://nats-1.internal:4222\")")
             }
             settings.servers = servers
         }
