@@ -41,33 +41,8 @@ final class ConnectionHandles: @unchecked Sendable {
         // The callbacks reach `events` through an unretained pointer that is retained here and
         // released by the closed callback, which libnats promises is the last one it makes.
         let closure = Unmanaged.passRetained(events).toOpaque()
-        var steps: [() -> natsStatus] = [
-            { withCStrings(options.servers) { natsOptions_SetServers(natsOptions, $0, Int32(options.servers.count)) } },
-            { natsOptions_SetName(natsOptions, options.name) },
-            { natsOptions_SetTimeout(natsOptions, options.requestTimeout.milliseconds) },
-            // Never give up on the cluster once reached: the instance degrades and rejoins.
-            { natsOptions_SetMaxReconnect(natsOptions, -1) },
-            { natsOptions_SetReconnectWait(natsOptions, options.reconnectWait.milliseconds) },
-            { natsOptions_SetPingInterval(natsOptions, options.pingInterval.milliseconds) },
-            { natsOptions_SetMaxPingsOut(natsOptions, 2) },
-            { natsOptions_SetReconnectedCB(natsOptions, { connection, closure in ConnectionEvents.from(closure).connected(to: connectedServerURL(of: connection)) }, closure) },
-            { natsOptions_SetDisconnectedCB(natsOptions, { connection, closure in ConnectionEvents.from(closure).disconnected(reason: lastError(of: connection)) }, closure) },
-            { natsOptions_SetErrorHandler(natsOptions, { _, _, status, closure in ConnectionEvents.from(closure).asynchronousError(status) }, closure) },
-            {
-                natsOptions_SetClosedCB(
-                    natsOptions,
-                    { connection, closure in
-                        ConnectionEvents.from(closure).closedByLibrary(reason: lastError(of: connection))
-                        Unmanaged<ConnectionEvents>.fromOpaque(closure!).release()
-                    }, closure)
-            },
-        ]
-        // libnats 3.4 reads no meaning into a `tls://` scheme: without this it would fall back to
-        // plain text with any server that does not demand TLS.
-        let isSecure = !secrets.tls.isEmpty || options.servers.contains(where: { $0.lowercased().hasPrefix("tls://") })
-        if isSecure { steps.append { natsOptions_SetSecure(natsOptions, true) } }
-        steps.append { secrets.apply(to: natsOptions) }
-        for step in steps where status == NATS_OK { status = step() }
+        let isSecure = isSecure(options, secrets)
+        status = configure(natsOptions, options, secrets, closure: closure)
 
         var connection: OpaquePointer?
         if status == NATS_OK { status = natsConnection_Connect(&connection, natsOptions) }
@@ -95,6 +70,44 @@ final class ConnectionHandles: @unchecked Sendable {
             throw error
         }
         return ConnectionHandles(connection: connection, jetStream: jetStream, requestTimeout: options.requestTimeout.milliseconds)
+    }
+
+    /// libnats 3.4 reads no meaning into a `tls://` scheme: without `natsOptions_SetSecure` it
+    /// would fall back to plain text with any server that does not demand TLS.
+    private static func isSecure(_ options: NATSClient.Options, _ secrets: ConnectionSecrets) -> Bool {
+        !secrets.tls.isEmpty || options.servers.contains(where: { $0.lowercased().hasPrefix("tls://") })
+    }
+
+    /// Sets `options` and `secrets` on libnats's options, and the callbacks that tell `closure`'s events.
+    private static func configure(
+        _ natsOptions: OpaquePointer, _ options: NATSClient.Options, _ secrets: ConnectionSecrets, closure: UnsafeMutableRawPointer
+    ) -> natsStatus {
+        var steps: [() -> natsStatus] = [
+            { withCStrings(options.servers) { natsOptions_SetServers(natsOptions, $0, Int32(options.servers.count)) } },
+            { natsOptions_SetName(natsOptions, options.name) },
+            { natsOptions_SetTimeout(natsOptions, options.requestTimeout.milliseconds) },
+            // Never give up on the cluster once reached: the instance degrades and rejoins.
+            { natsOptions_SetMaxReconnect(natsOptions, -1) },
+            { natsOptions_SetReconnectWait(natsOptions, options.reconnectWait.milliseconds) },
+            { natsOptions_SetPingInterval(natsOptions, options.pingInterval.milliseconds) },
+            { natsOptions_SetMaxPingsOut(natsOptions, 2) },
+            { natsOptions_SetReconnectedCB(natsOptions, { connection, closure in ConnectionEvents.from(closure).connected(to: connectedServerURL(of: connection)) }, closure) },
+            { natsOptions_SetDisconnectedCB(natsOptions, { connection, closure in ConnectionEvents.from(closure).disconnected(reason: lastError(of: connection)) }, closure) },
+            { natsOptions_SetErrorHandler(natsOptions, { _, _, status, closure in ConnectionEvents.from(closure).asynchronousError(status) }, closure) },
+            {
+                natsOptions_SetClosedCB(
+                    natsOptions,
+                    { connection, closure in
+                        ConnectionEvents.from(closure).closedByLibrary(reason: lastError(of: connection))
+                        Unmanaged<ConnectionEvents>.fromOpaque(closure!).release()
+                    }, closure)
+            },
+        ]
+        if isSecure(options, secrets) { steps.append { natsOptions_SetSecure(natsOptions, true) } }
+        steps.append { secrets.apply(to: natsOptions) }
+        var status = NATS_OK
+        for step in steps where status == NATS_OK { status = step() }
+        return status
     }
 
     /// The URL of the server the connection is on, without credentials.
