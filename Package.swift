@@ -71,7 +71,9 @@ let package = Package(
         // Feeds, prefetch, shared fetches, cursors, configuration.
         .target(name: "FeedEngine", dependencies: ["FeedKit", "FeedState", "CTOMLShim"]),
         // The engine's FleetLink on FeedCluster's JetStream store: shared generations, pages, cursors.
-        .target(name: "FeedFleet", dependencies: ["FeedEngine", "FeedCluster", "FeedKit"]),
+        .target(name: "FeedFleet", dependencies: ["FeedEngine", "FeedCluster", "FeedKit", "CPageLine"]),
+        // simdjson behind one function: is this the page line of that page? (see PublishedPageCheck)
+        .target(name: "CPageLine", linkerSettings: [.linkedLibrary("simdjson")]),
         // The Unix socket, connections, the line protocol and flow control.
         .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedState", "FeedKit", "FeedClient", "CEventLoop"]),
         // epoll, eventfd and libdispatch's main-queue hooks, for the event loop.

@@ -1,22 +1,21 @@
 import FeedCluster
 import FeedEngine
+import CPageLine
 import FeedKit
 
 /// What a page read from the fleet must be before any instance serves it, caches it or pages
 /// on from it (SPEC §8): whoever published it, it is exactly one page line for its own address,
 /// with a `Feedd-Page` header whose fields have the types and sizes an instance writes.
 ///
-/// The line goes to clients as it is (it is what `next` sends), so a line is checked as a whole:
-/// one line, one JSON text (simdjson), one object with the page line's members and no others
-/// (an extra `"id"` would shadow the one a reply adds), its `feed`, `generation` and `page`
-/// those of its subject, and items that are objects with a string `id` and a `data`.
+/// The line goes to clients as it is (it is what `next` sends), so a line is checked as a whole,
+/// by simdjson (CPageLine): one line, one JSON text, one object with the page line's members and
+/// no others, each once (an extra `"id"` would shadow the one a reply adds), its `feed`,
+/// `generation` and `page` those of its subject, and items that are objects with a string `id`
+/// and a `data`.
 enum PublishedPageCheck {
     /// The header's bounds: generous for any adapter's token, small for anything else.
     static let headerBytes = 16_384
     static let tokenBytes = 8_192
-
-    static let pageMembers: Set<String> = ["type", "feed", "generation", "page", "items", "last"]
-    static let itemMembers: Set<String> = ["id", "feed", "data"]
 
     /// The page `published` holds, or why it is not one.
     static func page(_ published: PublishedPage, subject: String) -> Result<FleetPage, Rejection> {
@@ -56,24 +55,21 @@ enum PublishedPageCheck {
         guard line.last == UInt8(ascii: "\n"), line.firstIndex(of: UInt8(ascii: "\n")) == line.count - 1 else {
             throw reject("its payload is not exactly one line")
         }
-        guard line.count >= 3, line[line.count - 2] == UInt8(ascii: "}"), RawJSON(validating: line.dropLast()) != nil,
-            let json = try? JSONValue(parsing: line.dropLast()), case .object(let members) = json
-        else { throw reject("its line is not one JSON object") }
-        guard Set(members.keys) == pageMembers, members["type"] == "page" else {
-            throw reject("its line is not a page line (members \(members.keys.sorted().joined(separator: ", ")))")
-        }
-        guard members["feed"] == .string(address.feed), members["generation"] == .integer(Int64(address.generation)),
-            members["page"] == .integer(Int64(address.page))
-        else { throw reject("its line's feed, generation and page are not those of its subject") }
-        guard case .bool = members["last"], case .array(let items) = members["items"] else { throw reject("its line's `items` or `last` is not of its type") }
-        for (index, item) in items.enumerated() {
-            guard case .object(let fields) = item, Set(fields.keys).isSubset(of: itemMembers), case .string = fields["id"], fields["data"] != nil
-            else { throw reject("item \(index) is not an object with a string `id` and `data`") }
-            switch fields["feed"] {
-            case nil, .string?: break
-            default: throw reject("item \(index)'s `feed` is not a string")
+        guard line.count >= 3, line[line.count - 2] == UInt8(ascii: "}") else { throw reject("its line is not one JSON object") }
+        var items = 0
+        let problem = line.withUnsafeBufferPointer { bytes in
+            address.feed.utf8CString.withUnsafeBufferPointer { feed in
+                feedd_page_line_check(
+                    bytes.baseAddress, bytes.count - 1, feed.baseAddress, feed.count - 1, Int64(address.generation), Int64(address.page), &items)
             }
         }
-        return items.count
+        switch problem {
+        case feedd_page_line_ok: return items
+        case feedd_page_line_not_an_object: throw reject("its line is not one JSON object")
+        case feedd_page_line_members: throw reject("its line's members are not those of a page line, each once")
+        case feedd_page_line_address: throw reject("its line's type, feed, generation and page are not those of a page line for its subject")
+        case feedd_page_line_types: throw reject("its line's `items` or `last` is not of its type")
+        default: throw reject("item \(items) is not an object with a string `id` and `data`")
+        }
     }
 }

@@ -45,6 +45,8 @@ import TestSupport
             (valid(6), nil),
             (valid(7), #"{"items":1,"next":"more","source_page":7,"token":"\#(String(repeating: "t", count: 20_000))"}"#),
             (valid(8), #"{"items":4,"next":"more","source_page":8}"#),
+            (#"{"type":"page","feed":"users","feed":"users","generation":\#(generation),"page":9,"items":[],"last":false}"# + "\n", #"{"items":0,"next":"more","source_page":9}"#),
+            (#"{"type":"page","feed":"users","generation":\#(generation),"page":10,"items":[{"id":7,"data":{}}],"last":false}"# + "\n", FleetForger.header),
         ]
     }
 
