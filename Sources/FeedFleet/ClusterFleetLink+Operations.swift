@@ -76,6 +76,14 @@ extension ClusterFleetLink {
         }
     }
 
+    /// A call went through: a refused permission or a full JetStream is over (a refused
+    /// connection is over once connected, which ``watchConnection()`` sees).
+    func clearProblem() {
+        figures.withLock { figures in
+            if let code = figures.problem?.code, code == .authorization || code == .full { figures.problem = nil }
+        }
+    }
+
     /// `3.2 s`.
     static func seconds(_ duration: Duration) -> String {
         let milliseconds = duration.components.seconds * 1_000 + duration.components.attoseconds / 1_000_000_000_000_000

@@ -164,8 +164,8 @@ public final class ClusterFleetLink: FleetLink {
             figures.withLock { figures in
                 figures.publishDuration.record(since: started)
                 if outcome == .alreadyPublished { figures.refusedPublications += 1 }
-                if figures.problem?.code == .full { figures.problem = nil }
             }
+            clearProblem()
             // The page published first is the page, for every instance; one that is not valid
             // (forged) is not served, and this instance serves what it fetched.
             if outcome == .alreadyPublished, let first = try await store.publishedPage(lease.page), let page = believed(first) {
@@ -308,7 +308,9 @@ public final class ClusterFleetLink: FleetLink {
     /// JetStream is named as such, and stays the link's ``FleetStatistics/problem`` until it works again.
     private func fleetCall<Value>(_ body: () async throws(NATSError) -> Value) async throws(FleetError) -> Value {
         do {
-            return try await body()
+            let value = try await body()
+            clearProblem()
+            return value
         } catch {
             switch error.code {
             case .authentication, .authorization, .tls, .full:
