@@ -57,7 +57,12 @@ let package = Package(
             cxxSettings: [.define("TOML_HEADER_ONLY", to: "1"), .define("TOML_EXCEPTIONS", to: "0"), .define("NDEBUG")]),
 
         // A fleet's shared leases, generations, cursors and pages in NATS JetStream (SPEC §8).
-        .target(name: "FeedCluster", dependencies: ["FeedKit", "CNATS"]),
+        .target(name: "FeedCluster", dependencies: ["FeedKit", "CNATS", "CSodium"]),
+        // libsodium: the fleet key's MACs (HMAC-SHA-512-256), the Ed25519 behind NKey seeds, and the
+        // HTTP front's constant-time comparison of bearer tokens.
+        .systemLibrary(
+            name: "CSodium", pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]),
         // Durable state: generations, pages, consumer cursors, in SQLite (WAL) with one writer thread.
         .target(name: "FeedState", dependencies: ["FeedKit", "CSQLite"]),
         .systemLibrary(
@@ -67,7 +72,9 @@ let package = Package(
         // Feeds, prefetch, shared fetches, cursors, configuration.
         .target(name: "FeedEngine", dependencies: ["FeedKit", "FeedState", "CTOMLShim"]),
         // The engine's FleetLink on FeedCluster's JetStream store: shared generations, pages, cursors.
-        .target(name: "FeedFleet", dependencies: ["FeedEngine", "FeedCluster", "FeedKit"]),
+        .target(name: "FeedFleet", dependencies: ["FeedEngine", "FeedCluster", "FeedKit", "CPageLine"]),
+        // simdjson behind one function: is this the page line of that page? (see PublishedPageCheck)
+        .target(name: "CPageLine", linkerSettings: [.linkedLibrary("simdjson")]),
         // The Unix socket, connections, the line protocol and flow control.
         .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedState", "FeedKit", "FeedClient", "CEventLoop"]),
         // epoll, eventfd and libdispatch's main-queue hooks, for the event loop.
@@ -75,13 +82,10 @@ let package = Package(
         // The HTTP front (SPEC §11): JSON pages, Server-Sent Events and the infinite-scroll page,
         // served by libmicrohttpd from the daemon's own event loop.
         .target(name: "FeedHTTP", dependencies: ["FeedEngine", "FeedServer", "FeedKit", "CMicroHTTPD", "CSodium"]),
-        // libmicrohttpd (its TLS through GnuTLS), and libsodium for comparing bearer tokens in constant time.
+        // libmicrohttpd, its TLS through GnuTLS (libsodium, above, compares bearer tokens in constant time).
         .systemLibrary(
             name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]),
-        .systemLibrary(
-            name: "CSodium", pkgConfig: "libsodium",
-            providers: [.apt(["libsodium-dev"])]),
         // sd_notify, the watchdog, socket activation and journald-style logging.
         .target(name: "SystemdSupport", dependencies: ["CSystemd", "FeedKit"]),
         // A small blocking client for the socket, used by feedctl and the tests.
@@ -100,7 +104,8 @@ let package = Package(
         .executableTarget(name: "feedd", dependencies: ["Daemon"]),
         .executableTarget(name: "feedctl", dependencies: ["FeedClient", "FeedKit"]),
 
-        .target(name: "TestSupport", dependencies: ["FeedClient", "FeedKit", "ConformanceKit"], path: "Tests/TestSupport"),
+        // FeedCluster: tests mint NATS JWTs with its NKeys.
+        .target(name: "TestSupport", dependencies: ["FeedClient", "FeedKit", "ConformanceKit", "FeedCluster"], path: "Tests/TestSupport"),
         // The benchmark: the real daemon against a loopback upstream (swift run -c release feedd-bench).
         // It depends on feedd only so that building it builds the daemon it measures.
         .executableTarget(name: "FeeddBench", dependencies: ["TestSupport", "FeedClient", "FeedKit", "FeedCluster", "feedd"], path: "Benchmarks/FeeddBench"),

@@ -131,9 +131,10 @@ final class Daemon {
             do {
                 let fleet = try await ClusterFleetLink.connect(cluster, instance: instance, logger: logger)
                 self.fleet = fleet
+                // No server URL here: one may carry a password. The link logs the connection's changes.
                 logger.notice(
                     "fleet \"\(cluster.name)\" as instance \(instance): "
-                        + (fleet.isConnected ? "connected" : "not reachable yet (\(cluster.servers.joined(separator: ", "))); shared feeds are served alone meanwhile"))
+                        + (fleet.isConnected ? "connected" : "not connected yet; shared feeds are served alone meanwhile"))
                 directory.attach(fleet)
                 publishStatus()
             } catch {
