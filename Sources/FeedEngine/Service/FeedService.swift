@@ -211,6 +211,9 @@ public final class FeedService {
         directory.names.compactMap { name in directory[name].map { FeedStatus($0, withConsumers: includingConsumers) } }
     }
 
+    /// The generation `feed` serves now; nil if no such feed runs.
+    public func generation(of feed: String) -> Int? { directory[feed]?.generation }
+
     /// `feed`'s entry of `status`, if it runs.
     public func status(of feed: String) -> FeedStatus? { directory[feed].map { FeedStatus($0) } }
 
@@ -219,9 +222,12 @@ public final class FeedService {
         directory.clusterName.map { name in
             ClusterStatus(name: name, connected: directory.fleet?.isConnected == true, feeds: directory.names.compactMap { feedName in
                 directory[feedName]?.fleetState.map { (feedName, $0) }
-            })
+            }, statistics: fleetStatistics)
         }
     }
+
+    /// The fleet link's figures, for the metrics and `status`; nil without `[cluster]`.
+    public var fleetStatistics: FleetStatistics? { directory.fleet?.statistics }
 
     // MARK: Helpers
 

@@ -90,6 +90,8 @@ public struct ClusterStatus: Sendable {
     public let connected: Bool
     /// Each shared feed with `joined`, `joining` or `alone`.
     public let feeds: [(name: String, state: String)]
+    /// The link's figures (server, reconnections, rejections, problem), if a link runs.
+    public let statistics: FleetStatistics?
 
     /// `status`'s `cluster` object.
     public var json: JSONValue {
@@ -97,6 +99,7 @@ public struct ClusterStatus: Sendable {
         for state in ["joined", "joining", "alone"] {
             object[state] = .array(feeds.filter { $0.state == state }.map { .string($0.name) })
         }
+        if let statistics { object.merge(statistics.statusFields) { _, link in link } }
         return .object(object)
     }
 }

@@ -262,7 +262,8 @@ public final class Server: ConnectionContext {
             bytesSent: bytesSentByClosedConnections + connections.values.reduce(0) { $0 + $1.bytesSent },
             feeds: service.feedStatuses(includingConsumers: false).map { feed in
                 MetricsSnapshot.FeedFigures(name: feed.name, counters: feed.counters, cachedPages: feed.cachedPages, subscribers: feed.subscribers)
-            })
+            },
+            fleet: service.fleetStatistics)
     }
 
     /// The `status` reply up to its closing brace. Built at most every ``statusLifetime`` however
