@@ -1,10 +1,18 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// The layout shows the architecture (SPEC §7):
-//   FeedKit  ←  Plugins/*  ←  FeedEngine  ←  FeedServer, FeedHTTP, SystemdSupport  ←  Daemon  ←  feedd
-// and FeedClient ← feedctl, TestSupport. Adapters import FeedKit and nothing else (but a C library
-// of their own: rss reads XML with libxml2).
+// The layout shows the architecture (SPEC §7). Each module imports only those to its right:
+//   Plugins/*       → FeedKit              (and at most a C library of its own: rss reads XML with libxml2)
+//   FeedState       → FeedKit              durable state, SQLite
+//   FeedEngine      → FeedState, FeedKit   the feeds, in small machines; FeedService, the fronts' only door
+//   FeedServer      → FeedEngine, FeedClient, FeedKit     the Unix socket front (it never sees FeedState)
+//   FeedHTTP        → FeedEngine, FeedServer, FeedKit     the HTTP front, on libmicrohttpd
+//   FeedCluster     → FeedKit              NATS JetStream
+//   FeedFleet       → FeedEngine, FeedCluster, FeedKit    the engine's FleetLink on FeedCluster (CPageLine: simdjson)
+//   SystemdSupport  → FeedKit;   FeedClient → FeedKit
+//   Daemon          → the engine, the fronts, the fleet, systemd glue and the plugins: only wiring
+//   feedd → Daemon;   feedctl → FeedClient;   ConformanceKit → FeedKit
+//   TestSupport → FeedClient, FeedKit, ConformanceKit, FeedCluster
 let package = Package(
     name: "feedd",
     platforms: [.macOS(.v15)],
@@ -76,7 +84,7 @@ let package = Package(
         // simdjson behind one function: is this the page line of that page? (see PublishedPageCheck)
         .target(name: "CPageLine", linkerSettings: [.linkedLibrary("simdjson")]),
         // The Unix socket, connections, the line protocol and flow control.
-        .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedState", "FeedKit", "FeedClient", "CEventLoop"]),
+        .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedKit", "FeedClient", "CEventLoop"]),
         // epoll, eventfd and libdispatch's main-queue hooks, for the event loop.
         .systemLibrary(name: "CEventLoop"),
         // The HTTP front (SPEC §11): JSON pages, Server-Sent Events and the infinite-scroll page,
@@ -117,7 +125,7 @@ let package = Package(
         .testTarget(name: "HTTPAdapterTests", dependencies: ["HTTPAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "RSSAdapterTests", dependencies: ["RSSAdapter", "FeedKit", "TestSupport"]),
         .testTarget(name: "MergeAdapterTests", dependencies: ["MergeAdapter", "FeedKit", "TestSupport"]),
-        .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedKit", "FileAdapter"]),
+        .testTarget(name: "FeedEngineTests", dependencies: ["FeedEngine", "FeedState", "FeedKit", "FileAdapter"]),
         .testTarget(name: "FeedClusterTests", dependencies: ["FeedCluster", "FeedKit", "TestSupport"]),
         .testTarget(name: "FeedStateTests", dependencies: ["FeedState", "FeedKit", "TestSupport"]),
         // Writes to a state store until killed; FeedStateTests kill it with SIGKILL mid-commit.

@@ -70,7 +70,7 @@ public enum AdapterConformance {
     }
 
     /// An adapter context for tests: logs go nowhere unless a sink is given.
-    public static func context(
+    package static func context(
         feed: String = "test", timeout: Duration = .seconds(5), poll: Duration? = nil, sink: any LogSink = DiscardingSink(),
         stateDirectory: String? = nil
     ) -> AdapterContext {

@@ -20,6 +20,7 @@ final class Daemon {
     private let transport = CurlTransport()
     /// The running feeds and the server; both exist from start-up on (nil only before).
     private var directory: FeedDirectory?
+    private var service: FeedService?
     private var server: Server?
     /// The HTTP front, when `[http]` has listeners or systemd passed one (SPEC §11).
     private var http: HTTPFront?
@@ -95,13 +96,18 @@ final class Daemon {
         let listeningDescriptor = openListeningSocket(configuration.daemon, passed: passed.filter { $0.name != Self.httpSocketName }.map(\.descriptor))
         let directory = FeedDirectory(store: store, encoder: PageLineEncoder(), logger: logger)
         self.directory = directory
-        feedReader.directory = directory
+        // Before the feeds are made: shared feeds serve alone until they join.
+        directory.clusterName = configuration.cluster?.name
+        let service = FeedService(
+            directory: directory, limits: FeedService.Limits(subscriptionsPerClient: configuration.daemon.maxSubscriptions), logger: logger)
+        self.service = service
+        feedReader.service = service
         directory.apply(configuration.feeds)
         if let cluster = configuration.cluster { joinFleet(cluster, directory: directory) }
-        let server = Server(directory: directory, settings: ServerSettings(daemon: configuration.daemon), logger: logger, loop: loop)
+        let server = Server(service: service, settings: ServerSettings(daemon: configuration.daemon), logger: logger, loop: loop)
         self.server = server
         server.start(listeningOn: listeningDescriptor)
-        startHTTP(configuration, passed: passed.filter { $0.name == Self.httpSocketName }.map(\.descriptor), directory: directory, server: server)
+        startHTTP(configuration, passed: passed.filter { $0.name == Self.httpSocketName }.map(\.descriptor), service: service, server: server)
         directory.onChange = { [unowned self] in self.publishStatus() }
         server.onClientsChange = { [unowned self] in self.publishStatus() }
         metricsFile = configuration.daemon.metricsFile
@@ -123,7 +129,6 @@ final class Daemon {
     /// Connects to the fleet's NATS cluster in the background: the socket is served meanwhile, and
     /// an unreachable cluster is retried for as long as the daemon runs (SPEC §8).
     private func joinFleet(_ cluster: ClusterSettings, directory: FeedDirectory) {
-        directory.clusterName = cluster.name
         startingCluster = cluster
         let instance = "\(ProcessInfo.processInfo.hostName)-\(getpid())"
         let logger = logger.labelled("fleet")
@@ -226,7 +231,7 @@ final class Daemon {
 
     /// Starts the HTTP front on the sockets systemd passed for it, else on `[http] listen`, if
     /// either names any; a listener that cannot be opened is fatal, like the socket.
-    private func startHTTP(_ configuration: Configuration, passed: [Int32], directory: FeedDirectory, server: Server) {
+    private func startHTTP(_ configuration: Configuration, passed: [Int32], service: FeedService, server: Server) {
         let settings = configuration.http ?? HTTPSettings()
         guard !passed.isEmpty || !settings.listen.isEmpty else { return }
         do {
@@ -236,7 +241,7 @@ final class Daemon {
                 }
                 : passed.map { HTTPListener(descriptor: $0, name: "the socket passed by systemd (fd \($0))") }
             let front = HTTPFront(
-                directory: directory, socketMetrics: { server.metrics }, settings: settings, daemon: configuration.daemon, logger: logger, loop: loop)
+                service: service, socketMetrics: { server.metrics }, settings: settings, daemon: configuration.daemon, logger: logger, loop: loop)
             try front.start(listeners, settings: settings)
             http = front
             startingHTTP = settings
@@ -342,7 +347,7 @@ final class Daemon {
 
     /// STATUS=, e.g. `3 feeds, 12 clients; users ok, donny retrying: HTTP 503`, sent when it changes.
     private func publishStatus() {
-        let feeds = directory.map { directory in directory.names.compactMap { directory[$0] } } ?? []
+        let feeds = service?.feedStatuses(includingConsumers: false) ?? []
         var text = "\(counted(feeds.count, "feed")), \(counted(server?.clientCount ?? 0, "client"))"
         let states = feeds.prefix(8).map { feed in
             feed.health.lastError.map { "\(feed.name) \(feed.health.state.rawValue): \($0)" } ?? "\(feed.name) \(feed.health.state.rawValue)"

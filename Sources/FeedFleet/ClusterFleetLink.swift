@@ -13,11 +13,8 @@ import Foundation
 public final class ClusterFleetLink: FleetLink {
     public let store: ClusterStore
     let logger: Logger
-    private let board = PublicationBoard()
     /// The figures the link keeps itself (the store and its client keep the others).
     let figures = Locked(LinkFigures())
-    /// Who reads the pages of each feed, and whether the subscription that feeds them is up.
-    private let readers = Locked<(byFeed: [String: [UUID: AsyncStream<FleetPage>.Continuation]], isSubscribed: Bool)>(([:], false))
     /// The header that carries what the engine needs to page on from a published page.
     static let pageHeader = "Feedd-Page"
 
@@ -119,36 +116,31 @@ public final class ClusterFleetLink: FleetLink {
         feed: String, generation: Int, page: Int, fetch: @escaping @Sendable () async throws -> FleetPage?
     ) async throws -> FleetPageOutcome {
         let address = PageAddress(feed: feed, generation: generation, page: page)
-        while true {
-            try Task.checkCancellation()
-            let lease: LeaseOutcome
-            do {
-                if let published = try await store.publishedPage(address), let page = believed(published) {
-                    return .page(page, fetchedHere: false)
-                }
-                let asked = ContinuousClock.now
-                lease = try await store.acquireLease(address)
-                figures.withLock { $0.leaseDuration.record(since: asked) }
-            } catch {
-                return .unreachable
+        let lease: LeaseOutcome
+        do {
+            if let published = try await store.publishedPage(address), let page = believed(published) {
+                return .page(page, fetchedHere: false)
             }
-            switch lease {
-            case .acquired(let lease):
-                // A lease released a moment ago is taken over like an expired one: its holder
-                // published the page between the look above and the lease. Looking again costs
-                // a read per fetch; not looking cost an upstream request (the fleet benchmark
-                // saw about one page in 250 fetched twice).
-                if let published = try? await store.publishedPage(address), let page = believed(published) {
-                    Task { [store] in try? await store.releaseLease(lease) }
-                    return .page(page, fetchedHere: false)
-                }
-                return try await fetchHolding(lease, fetch: fetch)
-            case .heldElsewhere(let holder, let until):
-                logger.debug("\(address): fetched by \(holder); waiting for its publication")
-                if let published = try await waitForPublication(of: address, orUntil: until), let page = believed(published) {
-                    return .page(page, fetchedHere: false)
-                }
+            let asked = ContinuousClock.now
+            lease = try await store.acquireLease(address)
+            figures.withLock { $0.leaseDuration.record(since: asked) }
+        } catch {
+            return .unreachable
+        }
+        switch lease {
+        case .acquired(let lease):
+            // A lease released a moment ago is taken over like an expired one: its holder
+            // published the page between the look above and the lease. Looking again costs
+            // a read per fetch; not looking cost an upstream request (the fleet benchmark
+            // saw about one page in 250 fetched twice).
+            if let published = try? await store.publishedPage(address), let page = believed(published) {
+                Task { [store] in try? await store.releaseLease(lease) }
+                return .page(page, fetchedHere: false)
             }
+            return try await fetchHolding(lease, fetch: fetch)
+        case .heldElsewhere(let holder, let until):
+            logger.debug("\(address): fetched by \(holder); waiting for its publication")
+            return .heldElsewhere(retryIn: Self.retryDelay(until: until))
         }
     }
 
@@ -160,7 +152,7 @@ public final class ClusterFleetLink: FleetLink {
         guard let fetched else { return .notYet }
         do {
             let started = ContinuousClock.now
-            let outcome = try await store.publishPage(lease.page, line: fetched.line, headers: [Self.pageHeader: Self.header(of: fetched)])
+            let outcome = try await store.publishPage(lease.page, line: Array(fetched.line.buffer), headers: [Self.pageHeader: Self.header(of: fetched)])
             figures.withLock { figures in
                 figures.publishDuration.record(since: started)
                 if outcome == .alreadyPublished { figures.refusedPublications += 1 }
@@ -178,34 +170,31 @@ public final class ClusterFleetLink: FleetLink {
         return .page(fetched, fetchedHere: true)
     }
 
-    public func awaitNewPage(feed: String, generation: Int, page: Int, wait: @escaping @Sendable () async throws -> Void) async throws {
+    public func awaitNewPage(feed: String, generation: Int, page: Int, wait: @escaping @Sendable () async throws -> Void) async throws -> FleetLookOutcome {
         let address = PageAddress(feed: feed, generation: generation, page: page)
-        while true {
-            try Task.checkCancellation()
-            let lease: LeaseOutcome
-            do {
-                if try await store.publishedPage(address) != nil { return }
-                lease = try await store.acquireLease(address, for: .look)
-            } catch {
-                return try await wait()
-            }
-            switch lease {
-            case .acquired(let lease):
-                let (_, held) = try await holding(lease, wait)
-                try? await store.releaseLease(held)
-                return
-            case .heldElsewhere(_, let until):
-                if try await waitForPublication(of: address, orUntil: until) != nil { return }
-            }
+        let lease: LeaseOutcome
+        do {
+            if try await store.publishedPage(address) != nil { return .mayHaveMore }
+            lease = try await store.acquireLease(address, for: .look)
+        } catch {
+            try await wait()
+            return .mayHaveMore
+        }
+        switch lease {
+        case .acquired(let lease):
+            let (_, held) = try await holding(lease, wait)
+            try? await store.releaseLease(held)
+            return .mayHaveMore
+        case .heldElsewhere(_, let until):
+            return .heldElsewhere(retryIn: Self.retryDelay(until: until))
         }
     }
 
-    /// Waits until `address` is published (as ``publishedPages(of:)`` hears; returns it then),
-    /// the lease ending at `until` (Unix ms) runs out, or a second has passed, whichever is first.
-    private func waitForPublication(of address: PageAddress, orUntil until: Int64) async throws -> PublishedPage? {
-        let published = await board.wait(for: address, atMost: .milliseconds(min(max(until - Self.now, 20), 1_000)))
-        try Task.checkCancellation()
-        return published
+    /// How long to wait for the publication of a page whose lease ends at `until` (Unix ms)
+    /// before asking again: until the lease runs out, but at most a second, in case the
+    /// publication came during an outage and was never delivered.
+    private static func retryDelay(until: Int64) -> Duration {
+        .milliseconds(min(max(until - now, 20), 1_000))
     }
 
     /// Runs `body` while holding `lease`, renewed every third of its length; returns what
@@ -235,29 +224,20 @@ public final class ClusterFleetLink: FleetLink {
 
     private static var now: Int64 { Int64(Date().timeIntervalSince1970 * 1_000) }
 
-    /// One subscription to every feed's pages, started with the first feed that asks, serves
-    /// them all (a subscription costs a thread).
-    public func publishedPages(of feed: String) -> AsyncStream<FleetPage> {
-        let (pages, continuation) = AsyncStream.makeStream(of: FleetPage.self)
-        let id = UUID()
-        let isFirst = readers.withLock { readers in
-            defer { readers.isSubscribed = true }
-            readers.byFeed[feed, default: [:]][id] = continuation
-            return !readers.isSubscribed
-        }
-        continuation.onTermination = { [weak self] _ in self?.readers.withLock { _ = $0.byFeed[feed]?.removeValue(forKey: id) } }
-        if isFirst {
-            Task { [store, board] in
+    /// One subscription to every feed's pages: each message is decoded once into a page whose
+    /// line the engine shares.
+    public func publications() -> AsyncStream<FleetPage> {
+        let store = store
+        return AsyncStream { continuation in
+            let forwarding = Task {
                 for await published in await store.pages(of: nil) {
-                    // Only a valid page wakes the fetches waiting for it: they would read it again for nothing.
-                    guard let page = self.believed(published) else { continue }
-                    for reader in self.readers.withLock({ Array(($0.byFeed[page.feed] ?? [:]).values) }) { reader.yield(page) }
-                    board.published(published)
+                    // A page that is not valid is counted and dropped here: no instance serves it.
+                    if let page = self.believed(published) { continuation.yield(page) }
                 }
-                for reader in self.readers.withLock({ $0.byFeed.values.flatMap(\.values) }) { reader.finish() }
+                continuation.finish()
             }
+            continuation.onTermination = { _ in forwarding.cancel() }
         }
-        return pages
     }
 
     static func header(of page: FleetPage) -> String {

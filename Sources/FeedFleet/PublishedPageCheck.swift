@@ -24,7 +24,7 @@ enum PublishedPageCheck {
             guard let header = published.headers[ClusterFleetLink.pageHeader] else { throw reject("it has no \(ClusterFleetLink.pageHeader) header") }
             try checkHeader(header, reject)
             let address = published.page
-            guard let page = FleetPage(header: Array(header.utf8), feed: address.feed, generation: address.generation, number: address.page, line: published.line)
+            guard let page = FleetPage(header: Array(header.utf8), feed: address.feed, generation: address.generation, number: address.page, line: SharedBytes(published.line))
             else { throw reject("its \(ClusterFleetLink.pageHeader) header is not one an instance writes") }
             let items = try lineItems(published.line, address: address, reject)
             guard items == page.itemCount else { throw reject("its header counts \(page.itemCount) items, its line holds \(items)") }

@@ -1,13 +1,13 @@
 import FeedEngine
 import FeedKit
 import FeedServer
-import FeedState
 
-// Every call the HTTP front makes into the engine is in this file, behind a surface that mirrors
-// the operations both fronts share: read a feed (subscribe: consumer, after, follow), ask for its
-// next pages (`next`), acknowledge, stop reading (unsubscribe), refresh, a feed's status, the
-// metrics. A client of the engine is a ``FeedReading`` and the ``FeedEventSink`` its events go
-// to, with its flow control (`canTakePage`, `flush`).
+// Every call the HTTP front makes into the engine is in this file, and every one goes through
+// ``FeedService``, the engine's only door, as the socket server's do: read a feed (subscribe:
+// consumer, after, follow), ask for its next pages (`next`), acknowledge, stop reading
+// (unsubscribe), refresh, a feed's status, the metrics. Each ``FeedReading`` is a client of the
+// service of its own, reading one feed; its events go to the ``FeedEventSink`` with its flow
+// control (`canTakePage`, `flush`).
 
 /// A page's bytes, shared by every client it is sent to.
 typealias PageBytes = SharedBytes
@@ -52,82 +52,95 @@ struct AccessFailure: Error {
     let message: String
 }
 
-/// One client's reading of one feed: a subscription of the engine's, whose events go to `sink`.
+/// One client's reading of one feed: a client of the ``FeedService`` that reads only this feed,
+/// whose events go to `sink`.
 @MainActor
-final class FeedReading: SubscriptionOutput {
+final class FeedReading: ClientHandle {
     let feed: String
     let consumer: String?
+    let clientID: ClientID
     /// Where events go now; a lingering reading is handed from one request to the next.
     weak var sink: (any FeedEventSink)?
-    fileprivate var subscription: Subscription?
+    /// The last page delivered in the current generation.
+    private(set) var position = 0
+    /// The generation the reading is in, which is the feed's.
+    private(set) var generation = 0
+    /// False once closed, or ended by the engine (a reload removed the feed, a takeover).
+    private(set) var isOpen = true
+    fileprivate weak var access: FeedAccess?
 
-    fileprivate init(feed: String, consumer: String?, sink: any FeedEventSink) {
+    fileprivate init(feed: String, consumer: String?, clientID: ClientID, generation: Int, access: FeedAccess, sink: any FeedEventSink) {
         self.feed = feed
         self.consumer = consumer
+        self.clientID = clientID
+        self.generation = generation
+        self.access = access
         self.sink = sink
     }
 
-    /// The last page delivered in the current generation.
-    var position: Int { subscription?.position ?? 0 }
-    /// The feed's generation now, which is the reading's.
-    var generation: Int { subscription?.feed.generation ?? 0 }
-    var isOpen: Bool { subscription != nil }
     /// Whether a `next` is still waiting for pages or `end`.
-    var isWaiting: Bool { subscription?.hasPendingRequests ?? false }
+    var isWaiting: Bool { isOpen && access?.service.hasPendingRequests(self) == true }
 
-    // SubscriptionOutput: the engine's side.
+    fileprivate func started(_ subscribed: Subscribed) {
+        position = subscribed.after
+        generation = subscribed.generation
+    }
+
+    fileprivate func ended() { isOpen = false }
+
+    // ClientSink: the engine's side.
 
     var canTakePage: Bool { sink?.canTakePage ?? false }
 
     func flush() { sink?.flush() }
 
-    func receive(_ event: SubscriptionEvent, from subscription: Subscription) {
+    func receive(_ event: ClientEvent) {
         let translated: FeedEvent
         switch event {
         case .page(let page, _):
-            translated = .page(DeliveredPage(generation: page.generation, number: page.number, isLast: page.isLast, openBody: page.encoded))
+            (position, generation) = (page.number, page.generation)
+            translated = .page(DeliveredPage(generation: page.generation, number: page.number, isLast: page.isLast, openBody: page.body))
         case .end(_, let page, _):
             translated = .end(page: page)
         case .upstreamFailing(_, let message, let retryIn, _):
             translated = .upstreamFailing(message: message, retryIn: retryIn)
         case .refreshed(_, let generation, _):
+            (position, self.generation) = (0, generation)
             translated = .refreshed(generation: generation)
-        case .removed(let feed):
-            self.subscription = nil
+        case .unsubscribed(let feed, .feedRemoved):
+            ended()
             translated = .ended(code: "unknown_feed", message: "feed \"\(feed)\" was removed by a configuration reload")
-        case .takenOver(_, let consumer):
-            self.subscription = nil
+        case .unsubscribed(_, .takenOver(let consumer)):
+            ended()
             translated = .ended(code: "takeover", message: "consumer \"\(consumer)\" subscribed on another connection")
         }
         sink?.receive(translated, from: self)
     }
 }
 
-/// The engine as the HTTP front sees it. Runs on the main actor, like the engine.
+/// The engine as the HTTP front sees it: ``FeedService``. Runs on the main actor, like the engine.
 @MainActor
 final class FeedAccess {
-    private let directory: FeedDirectory
+    fileprivate let service: FeedService
     /// The socket server's figures, which the front's own are added to.
     private let socketMetrics: @MainActor () -> MetricsSnapshot
 
     /// The highest page number a client may name.
     nonisolated static let maximumPage = RequestDecoder.maxPage
 
-    init(directory: FeedDirectory, socketMetrics: @escaping @MainActor () -> MetricsSnapshot) {
-        self.directory = directory
+    init(service: FeedService, socketMetrics: @escaping @MainActor () -> MetricsSnapshot) {
+        self.service = service
         self.socketMetrics = socketMetrics
     }
 
-    var feedNames: [String] { directory.names }
+    var feedNames: [String] { service.feedNames }
 
-    func hasFeed(_ name: String) -> Bool { directory[name] != nil }
+    func hasFeed(_ name: String) -> Bool { service.generation(of: name) != nil }
 
-    func generation(of feed: String) -> Int? { directory[feed]?.generation }
+    func generation(of feed: String) -> Int? { service.generation(of: feed) }
 
     /// The feed's entry of `status` (SPEC §5).
-    func status(of feed: String) -> JSONValue? {
-        directory[feed].map(FeedStatusEntry.json)
-    }
+    func status(of feed: String) -> JSONValue? { service.status(of: feed)?.json }
 
     /// The OpenMetrics text of SPEC §10, the HTTP front's clients and bytes counted in.
     func metricsText(clients: Int, connectionsAccepted: Int, bytesSent: Int) -> String {
@@ -140,36 +153,25 @@ final class FeedAccess {
 
     /// Starts reading `feed` like `subscribe` (SPEC §5): a consumer resumes after its stored
     /// cursor unless `after` is given, anyone else starts after `after` (default 0). `started`
-    /// gets where the reading starts once pages may flow: at once, or for a consumer once its
-    /// starting point is durable (`next`s asked for meanwhile wait; it may run before this
-    /// returns). Nil for an unknown feed.
+    /// gets where the reading starts once pages may flow: for a consumer once its starting
+    /// point is durable (`next`s asked for meanwhile wait; it may run before this returns).
+    /// Nil for an unknown feed.
     func read(
         _ feed: String, consumer: String?, after: Int?, follow: Bool, sink: any FeedEventSink,
         started: @escaping @MainActor (FeedReading, Result<Int, AccessFailure>) -> Void
     ) -> FeedReading? {
-        guard let engineFeed = directory[feed] else { return nil }
-        let reading = FeedReading(feed: feed, consumer: consumer, sink: sink)
-        let start = engineFeed.startingPoint(consumer: consumer, after: after)
-        let subscription = engineFeed.subscribe(output: reading, consumer: consumer, after: start, follows: follow)
-        reading.subscription = subscription
-        guard let consumer, engineFeed.keepsCursors else {
-            started(reading, .success(start))
-            engineFeed.pump(subscription)
-            return reading
-        }
-        subscription.isConfirmed = false
-        Task {
-            do throws(StoreError) {
-                let confirmed = try await engineFeed.confirmConsumer(consumer, after: after, start: start)
-                guard reading.subscription === subscription else { return }
-                subscription.start(after: confirmed)
-                subscription.isConfirmed = true
-                started(reading, .success(confirmed))
-                subscription.feed.pump(subscription)
-            } catch {
-                guard reading.subscription === subscription else { return }
+        guard let generation = service.generation(of: feed) else { return nil }
+        let reading = FeedReading(feed: feed, consumer: consumer, clientID: service.connect(), generation: generation, access: self, sink: sink)
+        service.subscribe(reading, to: feed, consumer: consumer, after: after, follow: follow) { [self] result in
+            switch result {
+            case .success(let subscribed):
+                guard reading.isOpen else { return }
+                reading.started(subscribed)
+                started(reading, .success(subscribed.after))
+            case .failure(let error):
+                guard reading.isOpen else { return }
                 close(reading)
-                started(reading, .failure(AccessFailure(message: "the cursor of consumer \"\(consumer)\" could not be stored: \(error)")))
+                started(reading, .failure(AccessFailure(message: error.message)))
             }
         }
         return reading
@@ -178,40 +180,41 @@ final class FeedAccess {
     /// Asks for the next `count` pages, like `next`: every page delivered before is acknowledged
     /// first (for a consumer, durably; if that fails, `failed` hears why and nothing is sent).
     func next(_ reading: FeedReading, count: Int, failed: @escaping @MainActor (AccessFailure) -> Void) {
-        guard let subscription = reading.subscription else { return }
-        subscription.requestPages(count, replyTo: nil) { error in
-            failed(AccessFailure(message: "the pages given before could not be acknowledged, so none was sent: \(error)"))
+        guard reading.isOpen else { return }
+        service.next(reading, feed: reading.feed, count: count) { result in
+            guard case .failure(let error) = result else { return }
+            failed(AccessFailure(message: "the pages given before could not be acknowledged, so none was sent: \(error.message)"))
         }
     }
 
     /// Marks pages up to `page` consumed (never past what was delivered); `completion` gets the
     /// cursor once it is durable.
     func acknowledge(_ reading: FeedReading, through page: Int, completion: @escaping @MainActor (Result<Int, AccessFailure>) -> Void) {
-        guard let subscription = reading.subscription else {
+        guard reading.isOpen else {
             return completion(.failure(AccessFailure(message: "the reading of \(reading.feed) has ended")))
         }
-        subscription.acknowledge(through: page) { result in
-            completion(result.mapError { AccessFailure(message: "the cursor could not be stored: \($0)") })
+        service.acknowledge(reading, feed: reading.feed, through: page) { result in
+            completion(result.mapError { AccessFailure(message: "the cursor could not be stored: \($0.message)") })
         }
     }
 
     /// The reading's sink has room again: delivers what is ready and fetches what is missing.
     func resume(_ reading: FeedReading) {
-        guard let subscription = reading.subscription, subscription.wantsPage else { return }
-        subscription.feed.pump(subscription)
+        guard reading.isOpen else { return }
+        service.resume(reading)
     }
 
     /// Ends the reading; pages it was given and did not acknowledge stay unacknowledged.
     func close(_ reading: FeedReading) {
-        reading.subscription?.cancel()
-        reading.subscription = nil
+        guard reading.isOpen else { return }
+        reading.ended()
+        service.disconnect(reading)
     }
 
     /// Pull-to-refresh (SPEC §5): `completion` gets the new generation once it is durable.
     func refresh(_ feed: String, completion: @escaping @MainActor (Result<Int, AccessFailure>) -> Void) {
-        guard directory[feed] != nil else { return }
-        directory.refresh(feed) { result in
-            completion(result.mapError { AccessFailure(message: "the new generation could not be stored: \($0)") })
+        service.refresh(feed) { result in
+            completion(result.map(\.generation).mapError { AccessFailure(message: $0.message) })
         }
     }
 }

@@ -7,8 +7,8 @@ import Glibc
 /// health check and the infinite-scroll page, on the listeners of `[http]`.
 ///
 /// Everything runs on the main actor, from the event loop, like the socket server: requests
-/// reach the engine through ``FeedAccess`` only, and no request blocks the loop (one that must
-/// wait is suspended). The socket's limits hold here too: `max_line_bytes` bounds the request
+/// reach the engine through ``FeedAccess`` only, which calls the ``FeedService`` alone, and no
+/// request blocks the loop (one that must wait is suspended). The socket's limits hold here too: `max_line_bytes` bounds the request
 /// target, each header line and the body (413 `line_too_long`), `[http] max_clients` (default
 /// `daemon.max_clients`) the connections (429 `too_many_clients`), `stall_timeout` an idle or
 /// unread connection, and an event stream holds a few pages at most.
@@ -53,13 +53,13 @@ public final class HTTPFront: HTTPRequestHandler {
     /// open and a client that left without a word is noticed.
     static let keepAliveInterval: Duration = .seconds(15)
 
-    /// A front for the feeds of `directory`; `socketMetrics` gives the socket server's figures,
+    /// A front for the feeds `service` serves; `socketMetrics` gives the socket server's figures,
     /// which its own are added to. It serves nothing until ``start(_:settings:)``.
     public init(
-        directory: FeedDirectory, socketMetrics: @escaping @MainActor () -> MetricsSnapshot, settings: HTTPSettings, daemon: DaemonSettings,
+        service: FeedService, socketMetrics: @escaping @MainActor () -> MetricsSnapshot, settings: HTTPSettings, daemon: DaemonSettings,
         logger: Logger, loop: EventLoop
     ) {
-        access = FeedAccess(directory: directory, socketMetrics: socketMetrics)
+        access = FeedAccess(service: service, socketMetrics: socketMetrics)
         self.logger = logger.labelled("http")
         self.loop = loop
         pool = ReadingPool(access: access, loop: loop, linger: settings.readingLinger)

@@ -59,10 +59,12 @@ public final class ConfigTable {
         readKeys.formUnion(keys)
     }
 
+    /// A string.
     public func string(_ key: String) throws(OptionError) -> String? {
         try typed(key, expected: "a string") { $0.stringValue }
     }
 
+    /// `true` or `false`.
     public func bool(_ key: String) throws(OptionError) -> Bool? {
         try typed(key, expected: "a boolean") { $0.boolValue }
     }
@@ -91,6 +93,7 @@ public final class ConfigTable {
         return duration
     }
 
+    /// An array whose every element is a string.
     public func stringArray(_ key: String) throws(OptionError) -> [String]? {
         try typed(key, expected: "an array of strings") { value in
             guard let elements = value.arrayValue else { return nil }
@@ -128,15 +131,19 @@ public final class ConfigTable {
 public struct OptionError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The table's dotted name, such as `feeds.users`.
     public let table: String
+    /// The key, as written.
     public let key: String
+    /// What is wrong with its value, such as `must be a string, got 3`.
     public let message: String
 
+    /// The problem `message` with `key` of `table`.
     public init(table: String, key: String, message: String) {
         self.table = table
         self.key = key
         self.message = message
     }
 
+    /// `TABLE.KEY: MESSAGE`.
     public var description: String { "\(table).\(key): \(message)" }
 }
 

@@ -15,10 +15,12 @@ public struct FeedTime: Sendable, Hashable, Comparable {
     /// Milliseconds since 1970-01-01T00:00:00Z.
     public let millisecondsSinceEpoch: Int64
 
+    /// The time `millisecondsSinceEpoch` after 1970-01-01T00:00:00Z.
     public init(millisecondsSinceEpoch: Int64) {
         self.millisecondsSinceEpoch = millisecondsSinceEpoch
     }
 
+    /// Earlier times compare lower.
     public static func < (lhs: FeedTime, rhs: FeedTime) -> Bool { lhs.millisecondsSinceEpoch < rhs.millisecondsSinceEpoch }
 
     /// The time `text` gives in any of the forms above; nil for anything else.

@@ -5,6 +5,7 @@
 /// parsed ``JSONValue`` or, where the source gives JSON text, that text as it came (``RawJSON``);
 /// two items are equal when their ids and values are, however each was made.
 public struct Item: Sendable, Hashable {
+    /// The item's stable id, unique within its feed.
     public let id: String
     /// The feed an item was taken from, on a feed that gathers others' items (`merge`); sent as
     /// the item's `"feed"`.
@@ -16,6 +17,7 @@ public struct Item: Sendable, Hashable {
         case text(RawJSON)
     }
 
+    /// An item with `id` and `data`; `feed` names the member feed it came from, for a `merge` feed's items.
     public init(id: String, data: JSONValue, feed: String? = nil) {
         self.id = id
         self.feed = feed
@@ -65,10 +67,12 @@ public struct Item: Sendable, Hashable {
         }
     }
 
+    /// Equal when their ids, feeds and values are.
     public static func == (lhs: Item, rhs: Item) -> Bool {
         lhs.id == rhs.id && lhs.feed == rhs.feed && lhs.data == rhs.data
     }
 
+    /// Hashes what ``==`` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(id)
         hasher.combine(feed)
@@ -96,8 +100,9 @@ extension Item {
 
 /// FNV-1a, 64 bits: a hash that is the same in every process and on every machine, for ids
 /// derived from content and for record checksums. Not for security.
-public enum StableHash {
-    public static func fnv1a64(_ bytes: some Sequence<UInt8>) -> UInt64 {
+package enum StableHash {
+    /// The 64-bit FNV-1a hash of `bytes`.
+    package static func fnv1a64(_ bytes: some Sequence<UInt8>) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
             hash ^= UInt64(byte)
@@ -107,7 +112,7 @@ public enum StableHash {
     }
 
     /// The hash as 16 lowercase hex digits.
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+    package static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let hex = String(fnv1a64(bytes), radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
     }

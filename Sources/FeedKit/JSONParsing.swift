@@ -2,6 +2,7 @@ import Foundation
 
 /// Why some bytes are not a JSON value.
 public struct JSONParseError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong, and where.
     public let description: String
 }
 
@@ -100,6 +101,7 @@ extension JSONValue: Codable {
         }
     }
 
+    /// Encodes the value as the JSON it is.
     public func encode(to encoder: any Encoder) throws {
         var single = encoder.singleValueContainer()
         switch self {

@@ -70,12 +70,19 @@ extension JSONValue {
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral
 {
+    /// `"text"` as a JSON string, and the other literals as their JSON values.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// `3` as a JSON integer.
     public init(integerLiteral value: Int64) { self = .integer(value) }
+    /// `2.5` as a JSON number.
     public init(floatLiteral value: Double) { self = .double(value) }
+    /// `true` as a JSON boolean.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// `[…]` as a JSON array.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// `nil` as JSON `null`.
     public init(nilLiteral: ()) { self = .null }
+    /// `[key: value, …]` as a JSON object (a key given twice keeps its last value).
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }

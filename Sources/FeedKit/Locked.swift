@@ -11,10 +11,12 @@ public final class Locked<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 
+    /// `value`, behind its lock.
     public init(_ value: Value) {
         self.value = value
     }
 
+    /// Runs `body` on the value with the lock held, and returns what it returned.
     public func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
         lock.lock()
         defer { lock.unlock() }

@@ -17,7 +17,8 @@ public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
         }
     }
 
-    public init?(name: String) {
+    /// The level spelled `name` (see ``name``); nil for any other word.
+    package init?(name: String) {
         guard let level = Self.allCases.first(where: { $0.name == name }) else { return nil }
         self = level
     }
@@ -37,7 +38,8 @@ public struct LogFields: Sendable, Equatable {
     /// The user id of the client the record concerns.
     public var peerUID: UInt32?
 
-    public init(feed: String? = nil, peerPID: Int32? = nil, peerUID: UInt32? = nil) {
+    /// Fields naming a feed, a client, or both.
+    package init(feed: String? = nil, peerPID: Int32? = nil, peerUID: UInt32? = nil) {
         self.feed = feed
         self.peerPID = peerPID
         self.peerUID = peerUID
@@ -53,14 +55,16 @@ public struct LogFields: Sendable, Equatable {
 ///
 /// A sink that has no use for structured fields implements only ``write(_:_:)``; the
 /// ``write(_:_:fields:)`` a ``Logger`` calls then drops them.
-public protocol LogSink: Sendable {
+package protocol LogSink: Sendable {
+    /// Writes one record.
     func write(_ level: LogLevel, _ message: String)
     /// Writes one record with the fields it concerns.
     func write(_ level: LogLevel, _ message: String, fields: LogFields)
 }
 
 extension LogSink {
-    public func write(_ level: LogLevel, _ message: String, fields: LogFields) {
+    /// Writes the record without its fields.
+    package func write(_ level: LogLevel, _ message: String, fields: LogFields) {
         write(level, message)
     }
 }
@@ -72,9 +76,14 @@ public struct Logger: Sendable {
     private let prefix: String
     private let fields: LogFields
 
-    public init(sink: any LogSink, label: String? = nil) {
+    /// A logger writing to `sink`, its lines prefixed with `label:` if given. The daemon makes
+    /// the loggers adapters get (``AdapterContext/logger``).
+    package init(sink: any LogSink, label: String? = nil) {
         self.init(sink: sink, prefix: label.map { "\($0): " } ?? "", fields: LogFields())
     }
+
+    /// A logger that drops every record, for an adapter's own tests.
+    public static let discarding = Logger(sink: DiscardingLogSink())
 
     private init(sink: any LogSink, prefix: String, fields: LogFields) {
         self.sink = sink
@@ -93,17 +102,28 @@ public struct Logger: Sendable {
     }
 
     /// A logger whose records also carry `fields` (those set replace this logger's own).
-    public func with(_ fields: LogFields) -> Logger {
+    package func with(_ fields: LogFields) -> Logger {
         Logger(sink: sink, prefix: prefix, fields: self.fields.merging(fields))
     }
 
+    /// Logs `message` at `level`; the message is built only if the record is written.
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         sink.write(level, prefix + message(), fields: fields)
     }
 
+    /// Logs at `debug`: what only someone chasing a problem wants to see.
     public func debug(_ message: @autoclosure () -> String) { log(.debug, message()) }
+    /// Logs at `info`: what happened, in the normal course.
     public func info(_ message: @autoclosure () -> String) { log(.info, message()) }
+    /// Logs at `notice`: a change an operator may want to know of.
     public func notice(_ message: @autoclosure () -> String) { log(.notice, message()) }
+    /// Logs at `warning`: something went wrong and is being dealt with.
     public func warning(_ message: @autoclosure () -> String) { log(.warning, message()) }
+    /// Logs at `error`: something failed that someone must look at.
     public func error(_ message: @autoclosure () -> String) { log(.error, message()) }
+}
+
+/// The sink of ``Logger/discarding``.
+private struct DiscardingLogSink: LogSink {
+    func write(_ level: LogLevel, _ message: String) {}
 }

@@ -107,20 +107,27 @@ public protocol SourceAdapter: Sendable {
 }
 
 extension SourceAdapter {
+    /// No declarations: the loader reports the keys the adapter never read.
     public static var configKeys: [ConfigKey] { [] }
 
+    /// Sequential: page N is asked for with the token page N − 1 returned.
     public var pageAddressing: PageAddressing { .sequential }
 
+    /// None: the adapter reads no other feed.
     public var memberFeeds: [String] { [] }
 
+    /// True: a page asked for again holds the same items.
     public var reproducesPages: Bool { true }
 
+    /// Sleeps for `pollInterval`: a source without a way to hear of new data is looked at again then.
     public func waitForNewData(after request: PageRequest, pollInterval: Duration) async throws {
         try await Task.sleep(for: pollInterval)
     }
 
+    /// Nothing to release.
     public func shutdown() async {}
 
+    /// Nothing to check beyond what `init` checked.
     public func verify() async throws {}
 }
 
@@ -138,6 +145,7 @@ public struct PageRequest: Sendable, Hashable {
     /// (randomuser without a fixed `seed`) uses this one, so a page fetched again is the same page.
     public let seed: String
 
+    /// A request for source page `page` of `generation`, with `token` and the generation's `seed`.
     public init(page: Int, token: String?, generation: Int, seed: String) {
         self.page = page
         self.token = token
@@ -196,6 +204,7 @@ public struct AdapterContext: Sendable {
     /// where there are none to read (`check-config`, tests of other adapters).
     public let feeds: (any FeedReader)?
 
+    /// The context of feed `feed` (an adapter's tests make one with ``Logger/discarding``).
     public init(
         feed: String, requestTimeout: Duration, pollInterval: Duration? = nil, logger: Logger,
         transport: any HTTPTransport, stateDirectory: String? = nil,
@@ -215,4 +224,4 @@ public struct AdapterContext: Sendable {
 }
 
 /// The daemon's version, as `feedd --version` and the socket's `hello` line report it.
-public let feeddVersion = "0.1.0"
+package let feeddVersion = "0.1.0"

@@ -14,22 +14,28 @@ public struct SourceError: Error, Sendable, Hashable, CustomStringConvertible {
         /// Unlikely to change soon: retried at `retry_max_delay`.
         public static let rejected = Kind(base: .rejected)
 
+        /// `transient` or `rejected`.
         public var description: String { base == .transient ? "transient" : "rejected" }
     }
 
+    /// How the daemon retries it.
     public let kind: Kind
     /// What went wrong, for `status` and subscribers' `upstream` notices: say which URL or program.
     public let message: String
     /// How long the upstream asked us to wait (HTTP `Retry-After`), honoured even past the maximum backoff.
     public let retryAfter: Duration?
 
+    /// A failure worth retrying soon: a network error, a timeout, HTTP 5xx or 429 (with the
+    /// upstream's `Retry-After`, if it sent one).
     public static func transient(_ message: String, retryAfter: Duration? = nil) -> SourceError {
         SourceError(kind: .transient, message: message, retryAfter: retryAfter)
     }
 
+    /// A failure unlikely to change soon: HTTP 4xx but 429, a body that does not decode.
     public static func rejected(_ message: String) -> SourceError {
         SourceError(kind: .rejected, message: message, retryAfter: nil)
     }
 
+    /// The message.
     public var description: String { message }
 }

@@ -65,6 +65,38 @@ final class SQLiteConnection {
     /// Whether a transaction is open (SQLite rolls one back by itself after some I/O errors).
     var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
+    /// Rows the last statement inserted, changed or deleted.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// The rowid of the last row inserted.
+    var lastInsertedRowid: Int { Int(sqlite3_last_insert_rowid(handle)) }
+
+    /// Copies the blob in `column` of row `sourceRow` of `table` in `source` into the same place of
+    /// row `row` here, whose value must already be a zero-filled blob of the same length, a chunk
+    /// at a time: a page body of any size costs 64 KiB of memory.
+    func copyBlob(table: String, column: String, row: Int, from source: SQLiteConnection, row sourceRow: Int) throws(StoreError) {
+        var reader: OpaquePointer?
+        var status = sqlite3_blob_open(source.handle, "main", table, column, sqlite3_int64(sourceRow), 0, &reader)
+        guard status == SQLITE_OK, let reader else { throw source.failure(status, "cannot read") }
+        defer { sqlite3_blob_close(reader) }
+        var writer: OpaquePointer?
+        status = sqlite3_blob_open(handle, "main", table, column, sqlite3_int64(row), 1, &writer)
+        guard status == SQLITE_OK, let writer else { throw failure(status, "cannot write") }
+        defer { sqlite3_blob_close(writer) }
+        let total = Int(sqlite3_blob_bytes(reader))
+        guard Int(sqlite3_blob_bytes(writer)) == total else { throw StoreError(.unavailable, "\(path): a blob of \(total) bytes has no room of that size") }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var offset = 0
+        while offset < total {
+            let count = min(chunk.count, total - offset)
+            status = chunk.withUnsafeMutableBytes { sqlite3_blob_read(reader, $0.baseAddress, Int32(count), Int32(offset)) }
+            guard status == SQLITE_OK else { throw source.failure(status, "cannot read") }
+            status = chunk.withUnsafeBytes { sqlite3_blob_write(writer, $0.baseAddress, Int32(count), Int32(offset)) }
+            guard status == SQLITE_OK else { throw failure(status, "cannot write") }
+            offset += count
+        }
+    }
+
     /// A ``StoreError`` for a failed call: the kind from SQLite's primary result code, words a
     /// user understands, then SQLite's own message.
     func failure(_ status: Int32, _ doing: String) -> StoreError {
@@ -126,6 +158,8 @@ final class SQLiteConnection {
                     }
                 case .blob(let bytes):
                     bytes.withUnsafeBytes { _ = feedd_sqlite_bind_blob(pointer, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count)) }
+                case .zeroBlob(let count):
+                    sqlite3_bind_zeroblob64(pointer, index, sqlite3_uint64(max(count, 0)))
                 }
             }
             return self
@@ -177,11 +211,13 @@ final class SQLiteConnection {
 }
 
 /// A value bound to a statement parameter.
-enum SQLValue {
+enum SQLValue: Equatable {
     case null
     case integer(Int)
     case text(String)
     case blob([UInt8])
+    /// A blob of `count` zero bytes, to be filled in place (see ``SQLiteConnection/copyBlob(table:column:row:from:row:)``).
+    case zeroBlob(Int)
 
     static func optional(_ text: String?) -> SQLValue { text.map { .text($0) } ?? .null }
     static func optional(_ bytes: [UInt8]?) -> SQLValue { bytes.map { .blob($0) } ?? .null }

@@ -1,4 +1,5 @@
 import FeedKit
+import Glibc
 
 /// The schema of `state.db` and the SQL that reads and writes it.
 ///
@@ -10,13 +11,28 @@ extension SQLiteConnection {
     /// `PRAGMA user_version` of the schema below; a newer file is refused, never rewritten.
     static let schemaVersion = 1
 
-    /// WAL, full syncs, a write-ahead log cut back to 4 MiB after each checkpoint (so a burst
-    /// does not keep its disk space), and a short wait instead of an instant failure if a
-    /// maintenance command is reading at the same moment.
+    /// WAL, full syncs, a write-ahead log cut back to ``writeAheadLogLimit`` after each
+    /// checkpoint (so a burst does not keep its disk space), and a short wait instead of an
+    /// instant failure if a maintenance command is reading at the same moment.
     func configureForState() throws(StoreError) {
         let mode = try textRows("PRAGMA journal_mode = WAL").first
         guard mode == "wal" else { throw StoreError(.unavailable, "\(path): cannot switch to WAL mode (journal mode is \(mode ?? "unknown"))") }
-        try execute("PRAGMA synchronous = FULL; PRAGMA journal_size_limit = 4194304; PRAGMA busy_timeout = 2000")
+        try execute("PRAGMA synchronous = FULL; PRAGMA journal_size_limit = \(Self.writeAheadLogLimit); PRAGMA busy_timeout = 2000")
+    }
+
+    /// The write-ahead log's bound: past it, the writer checkpoints it into `state.db` and
+    /// truncates it after the transaction that took it there (see ``boundWriteAheadLog()``).
+    static let writeAheadLogLimit = 4 << 20
+
+    /// Checkpoints the write-ahead log and truncates it to nothing once it is over
+    /// ``writeAheadLogLimit``. SQLite's own checkpoints only reuse the file from its start when
+    /// they complete, and a checkpoint that a reader held back (a `feedd state check` beside the
+    /// daemon) leaves the log growing until the next one completes; this one waits for readers
+    /// (`busy_timeout`) and takes the file back. A failure (a full disk) is left for the next commit.
+    func boundWriteAheadLog() {
+        var info = stat()
+        guard stat("\(path)-wal", &info) == 0, Int(info.st_size) > Self.writeAheadLogLimit else { return }
+        try? execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
     /// `PRAGMA integrity_check`: nil when the file is sound, else the problems SQLite lists.
@@ -69,14 +85,20 @@ extension SQLiteConnection {
         while try feeds.step() {
             let name = feeds.text(0) ?? ""
             let generation = feeds.integer(1)
-            guard generation >= 1 else {
-                rejected.append("feed \(name): generation \(generation) is not a positive number")
+            let droppedThrough = feeds.integer(4)
+            guard (1...StoredFeed.maximumGeneration).contains(generation) else {
+                rejected.append("feed \(name): generation \(generation) is outside 1...\(StoredFeed.maximumGeneration)")
+                continue
+            }
+            guard (0...StoredFeed.maximumPage).contains(droppedThrough) else {
+                rejected.append("feed \(name): bodies_dropped_through \(droppedThrough) is outside 0...\(StoredFeed.maximumPage)")
                 continue
             }
             snapshot.feeds[name] = StoredFeed(
-                generation: generation, fingerprint: feeds.text(2) ?? "", seed: feeds.text(3), pages: [], bodiesDroppedThrough: max(0, feeds.integer(4)))
+                generation: generation, fingerprint: feeds.text(2) ?? "", seed: feeds.text(3), pages: [], bodiesDroppedThrough: droppedThrough)
         }
-        let pages = try prepare("SELECT feed, generation, page, token, length(body), body IS NOT NULL FROM pages ORDER BY feed, generation, page")
+        // `length` of a blob reads its size, not its content (`IS NOT NULL` would read it all).
+        let pages = try prepare("SELECT feed, generation, page, token, length(body) FROM pages ORDER BY feed, generation, page")
         while try pages.step() {
             let feed = pages.text(0) ?? ""
             let generation = pages.integer(1)
@@ -85,12 +107,12 @@ extension SQLiteConnection {
                 rejected.append("feed \(feed): page \(number) of generation \(generation), which is not the feed's current generation")
                 continue
             }
-            guard number == stored.pages.count + 1 else {
+            guard number == stored.pages.count + 1, number <= StoredFeed.maximumPage else {
                 rejected.append("feed \(feed): page \(number) of generation \(generation) follows a gap after page \(stored.pages.count)")
                 continue
             }
-            let hasBody = pages.integer(5) != 0 && number > stored.bodiesDroppedThrough
-            stored.pages.append(StoredPage(token: pages.text(3), bodyBytes: hasBody ? pages.integer(4) : 0, hasBody: hasBody))
+            let hasBody = pages.value(4) != .null && number > stored.bodiesDroppedThrough
+            stored.pages.append(StoredPage(token: pages.text(3), bodyBytes: hasBody ? max(0, pages.integer(4)) : 0, hasBody: hasBody))
             snapshot.feeds[feed] = stored
         }
         let consumers = try prepare("SELECT feed, consumer, generation, cursor FROM consumers ORDER BY feed, consumer")
@@ -121,7 +143,8 @@ extension SQLiteConnection {
         try execute("BEGIN IMMEDIATE")
         do {
             try execute("""
-                DELETE FROM feeds WHERE generation < 1;
+                DELETE FROM feeds WHERE generation < 1 OR generation > \(StoredFeed.maximumGeneration)
+                    OR bodies_dropped_through < 0 OR bodies_dropped_through > \(StoredFeed.maximumPage);
                 DELETE FROM pages WHERE feed NOT IN (SELECT name FROM feeds);
                 DELETE FROM consumers WHERE feed NOT IN (SELECT name FROM feeds);
                 """)

@@ -35,8 +35,10 @@ public enum StateMaintenance {
         public let unreadable: [String]
     }
 
-    /// Checks the integrity of `<directory>/state.db` and counts what it holds. It only reads, so
-    /// it may run while a daemon uses the directory.
+    /// Checks the integrity of `<directory>/state.db` and counts what it holds, and lists every row
+    /// the daemon would reject (a number out of range, a cursor outside its pages, …). It only
+    /// reads: the file is opened read-only, so nothing is checkpointed or deleted (a write-ahead log
+    /// left by `kill -9` stays as it was, for `repair` to copy), and it may run beside a daemon.
     public static func check(directory: String) -> CheckReport {
         let path = "\(directory)/\(StateStore.databaseName)"
         func report(problems: [String], rejected: [String] = [], counts: (feeds: Int, pages: Int, bodies: Int, consumers: Int) = (0, 0, 0, 0), isNew: Bool = false) -> CheckReport {
@@ -46,7 +48,7 @@ public enum StateMaintenance {
         }
         do throws(StoreError) {
             if try StateFiles.isMissing(path) { return report(problems: [], isNew: true) }
-            let connection = try SQLiteConnection(path: path, create: false)
+            let connection = try SQLiteConnection(path: path, create: false, readOnly: true)
             defer { connection.close() }
             if let problems = try connection.integrityProblems() { return report(problems: problems) }
             try StateFiles.checkSchema(of: connection)
@@ -69,11 +71,9 @@ public enum StateMaintenance {
             throw StoreError(.unavailable, "\(path) does not exist; there is nothing to repair (the daemon creates it at start)")
         }
         let keptAs = try keepCopies(of: path)
-        var unreadable: [String] = []
-        let salvaged = salvageRows(from: path, problems: &unreadable)
         let repaired = try StateFiles.newDatabase(beside: path)
         defer { repaired.close() }
-        try insert(salvaged, into: repaired)
+        let unreadable = StateSalvage.copyReadableRows(of: path, into: repaired)
         let (snapshot, rejected) = try repaired.loadSnapshot()
         if !rejected.isEmpty { try repaired.removeRowsOutside(snapshot) }
         let counts = try repaired.rowCounts()
@@ -109,65 +109,5 @@ public enum StateMaintenance {
         }
         StateFiles.syncDirectory(of: path)
         return kept
-    }
-
-    /// The rows of one table, as read from a damaged file.
-    private struct SalvagedRows {
-        var feeds: [[SQLValue]] = []
-        var pages: [[SQLValue]] = []
-        var consumers: [[SQLValue]] = []
-    }
-
-    /// Reads each table from both ends by rowid, so a damaged page in the middle loses only the
-    /// rows it held. What cannot be read is described in `problems`.
-    private static func salvageRows(from path: String, problems: inout [String]) -> SalvagedRows {
-        var rows = SalvagedRows()
-        let connection: SQLiteConnection
-        do {
-            connection = try SQLiteConnection(path: path, create: false)
-        } catch {
-            problems.append(error.description)
-            return rows
-        }
-        defer { connection.close() }
-        // Lets SQLite read a file shorter than its header says (a truncated one) instead of
-        // refusing it whole; nothing is written to this connection.
-        try? connection.execute("PRAGMA writable_schema = ON")
-        rows.feeds = salvage("feeds", columns: ["name", "generation", "fingerprint", "seed", "bodies_dropped_through"], from: connection, problems: &problems)
-        rows.pages = salvage("pages", columns: ["feed", "generation", "page", "token", "body"], from: connection, problems: &problems)
-        rows.consumers = salvage("consumers", columns: ["feed", "consumer", "generation", "cursor"], from: connection, problems: &problems)
-        return rows
-    }
-
-    private static func salvage(_ table: String, columns: [String], from connection: SQLiteConnection, problems: inout [String]) -> [[SQLValue]] {
-        var byRowid: [Int: [SQLValue]] = [:]
-        for direction in ["ASC", "DESC"] {
-            do throws(StoreError) {
-                let statement = try connection.prepare("SELECT rowid, \(columns.joined(separator: ", ")) FROM \(table) ORDER BY rowid \(direction)")
-                while try statement.step() {
-                    // Pages past the end of a truncated file read as zeros: rows with rowid 0.
-                    let rowid = statement.integer(0)
-                    guard rowid > 0 else { continue }
-                    if byRowid[rowid] != nil { break }
-                    byRowid[rowid] = (1...Int32(columns.count)).map { column in statement.value(column) }
-                }
-            } catch {
-                problems.append("table \(table), reading \(direction == "ASC" ? "forwards" : "backwards"): \(error.description)")
-            }
-        }
-        return byRowid.keys.sorted().compactMap { byRowid[$0] }
-    }
-
-    private static func insert(_ rows: SalvagedRows, into connection: SQLiteConnection) throws(StoreError) {
-        try connection.execute("BEGIN IMMEDIATE")
-        let tables: [(sql: String, rows: [[SQLValue]])] = [
-            ("INSERT OR IGNORE INTO feeds (name, generation, fingerprint, seed, bodies_dropped_through) VALUES (?, ?, ?, ?, ?)", rows.feeds),
-            ("INSERT OR IGNORE INTO pages (feed, generation, page, token, body) VALUES (?, ?, ?, ?, ?)", rows.pages),
-            ("INSERT OR IGNORE INTO consumers (feed, consumer, generation, cursor) VALUES (?, ?, ?, ?)", rows.consumers),
-        ]
-        for table in tables {
-            for row in table.rows { try connection.prepare(table.sql).bind(values: row).run() }
-        }
-        try connection.execute("COMMIT")
     }
 }

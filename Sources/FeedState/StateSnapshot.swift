@@ -23,6 +23,13 @@ public struct StoredFeed: Sendable, Equatable {
 
     /// The stored pages' bodies together, in bytes.
     public var storedBodyBytes: Int { pages.reduce(0) { $0 + $1.bodyBytes } }
+
+    /// The highest generation a feed may have, 2^40: far more refreshes than any feed sees, far
+    /// below `Int.max`, so no generation arithmetic can overflow. A fleet numbers its generations
+    /// within the same range. A row outside `1...maximumGeneration` is rejected when read.
+    public static let maximumGeneration = 1 << 40
+    /// The highest page number a generation may have, 2^40, for the same reason.
+    public static let maximumPage = 1 << 40
 }
 
 /// One fetched page of a generation.
@@ -86,7 +93,9 @@ struct StateSnapshot: Sendable {
         case .forget:
             break
         case .startGeneration(let feed, let generation, let fingerprint, let seed):
-            guard generation >= 1 else { throw StoreError(.rejected, "feed \(feed): generation \(generation) is not a positive number") }
+            guard (1...StoredFeed.maximumGeneration).contains(generation) else {
+                throw StoreError(.rejected, "feed \(feed): generation \(generation) is outside 1...\(StoredFeed.maximumGeneration)")
+            }
             guard let stored = feeds[feed] else { return }
             if generation < stored.generation {
                 throw StoreError(.rejected, "feed \(feed): generation \(generation) would go back from \(stored.generation)")
@@ -94,10 +103,13 @@ struct StateSnapshot: Sendable {
             if generation == stored.generation, fingerprint != stored.fingerprint || seed != stored.seed {
                 throw StoreError(.rejected, "feed \(feed): generation \(generation) is already stored with other contents; a change needs a new generation")
             }
-        case .recordPages(let feed, let generation, let page, _):
+        case .recordPages(let feed, let generation, let page, let pages):
             let stored = try current(feed, generation: generation, for: "page \(page)")
             guard page >= 1, page <= stored.pages.count + 1 else {
                 throw StoreError(.rejected, "feed \(feed): page \(page) of generation \(generation) would leave a gap after page \(stored.pages.count)")
+            }
+            guard page - 1 + pages.count <= StoredFeed.maximumPage else {
+                throw StoreError(.rejected, "feed \(feed): page \(page - 1 + pages.count) is past the last page there can be, \(StoredFeed.maximumPage)")
             }
         }
     }

@@ -73,7 +73,14 @@ public final class StateStore: Sendable {
         try StateFiles.checkSchema(of: connection)
         let (snapshot, rejected) = try connection.loadSnapshot()
         for problem in rejected { logger.error("\(path): rejected \(problem)") }
-        if !rejected.isEmpty { try connection.removeRowsOutside(snapshot) }
+        if !rejected.isEmpty {
+            // Left out of the state either way; a full disk only postpones deleting them.
+            do throws(StoreError) {
+                try connection.removeRowsOutside(snapshot)
+            } catch {
+                logger.error("\(path): the rejected rows stay in the file for now: \(error)")
+            }
+        }
         writer = StateWriter(connection: connection, snapshot: snapshot, bodyBudget: options.pageBodyBudget)
     }
 

@@ -170,6 +170,8 @@ final class StateWriter: Sendable {
             counts.largestGroup = max(counts.largestGroup, changes.count)
         }
         answer(zip(changes.lazy.map(\.1), results))
+        // After the answers: the checkpoint's syncs hold up only the next transaction.
+        thread.connection.boundWriteAheadLog()
     }
 
     /// Calls the writer-thread completions now, in order, and queues the main-actor ones for

@@ -17,7 +17,7 @@ import Testing
     func random_schedules_keep_the_engine_invariants(seed: UInt64) async {
         var random = SplitMix64(seed: seed)
         let world = ScriptedWorld(prefetch: Int(random.next() % 3), honoursCancellation: random.next() % 2 == 0)
-        var readers: [(log: EventLog, subscription: Subscription)] = []
+        var readers: [(log: EventLog, subscription: Reader)] = []
         var steps: [String] = []
 
         for _ in 0..<120 {
@@ -28,11 +28,11 @@ import Testing
                 steps.append("subscribe")
             case 12..<40 where !readers.isEmpty:
                 let reader = readers[Int(random.next() % UInt64(readers.count))]
-                reader.subscription.requestPages(Int(random.next() % 3) + 1, replyTo: nil)
+                reader.subscription.next(Int(random.next() % 3) + 1)
                 steps.append("next")
             case 40..<44 where !readers.isEmpty:
                 let index = Int(random.next() % UInt64(readers.count))
-                readers[index].subscription.cancel()
+                readers[index].subscription.disconnect()
                 readers.remove(at: index)
                 steps.append("unsubscribe")
             case 44..<68:
@@ -50,7 +50,7 @@ import Testing
                 world.clock.advance(by: .milliseconds(Int64(random.next() % 2_500) + 1))
                 steps.append("time")
             case 88..<93:
-                world.feed.refresh()
+                world.directory.refresh("scripted")
                 steps.append("refresh")
             case 93..<97:
                 world.settings.timeout = world.settings.timeout == .seconds(1) ? .milliseconds(1_500) : .seconds(1)
@@ -83,29 +83,12 @@ import Testing
         #expect(!readers.contains { $0.subscription.hasPendingRequests }, "seed \(seed): a next was never answered")
     }
 
-    private func check(_ world: ScriptedWorld, _ readers: [(log: EventLog, subscription: Subscription)], seed: UInt64, steps: [String]) {
+    private func check(_ world: ScriptedWorld, _ readers: [(log: EventLog, subscription: Reader)], seed: UInt64, steps: [String]) {
         let context = "seed \(seed) after \(steps.suffix(8).joined(separator: ", "))"
         #expect(world.script.overlaps.isEmpty, "\(context): \(world.script.overlaps)")
         for (index, reader) in readers.enumerated() {
-            var generation: Int?
-            var expected = 1
-            for event in reader.log.events {
-                switch event {
-                case .refreshed(_, let newGeneration, _):
-                    generation = newGeneration
-                    expected = 1
-                case .page(let page, _):
-                    let described = PageDescription(page)
-                    if let generation {
-                        #expect(described.generation == generation, "\(context): reader \(index) got a page of another generation")
-                    }
-                    generation = described.generation
-                    #expect(described.number == expected, "\(context): reader \(index) got page \(described.number), expected \(expected)")
-                    #expect(described.firstItem == "\(described.number)-1", "\(context): page \(described.number) holds \(described.firstItem)")
-                    expected = described.number + 1
-                default:
-                    break
-                }
+            expectInOrder(reader.log, context: "\(context), reader \(index)") { page, _ in
+                #expect(page.firstItem == "\(page.number)-1", "\(context): page \(page.number) holds \(page.firstItem)")
             }
         }
     }

@@ -1,4 +1,5 @@
 import FeedKit
+import Testing
 
 @testable import FeedEngine
 
@@ -92,9 +93,12 @@ final class FetchScript: Sendable {
     private let state = Locked(State())
     /// Whether a cancelled fetch returns at once (as HTTP does) or only when answered (a hung plugin).
     let honoursCancellation: Bool
+    /// Whether items depend on the generation's seed too, as a seedless randomuser's do.
+    let seededItems: Bool
 
-    init(honoursCancellation: Bool = true) {
+    init(honoursCancellation: Bool = true, seededItems: Bool = false) {
         self.honoursCancellation = honoursCancellation
+        self.seededItems = seededItems
     }
 
     var calls: [Call] { state.withLock { $0.calls } }
@@ -162,8 +166,8 @@ final class FetchScript: Sendable {
     }
 }
 
-/// One instance of a scripted source. Items of source page P are `P-1`, `P-2`, …; pages are
-/// directly addressable when `direct`.
+/// One instance of a scripted source. Items of source page P are `P-1`, `P-2`, … (`SEED:P-1`, …
+/// for a script with seeded items); pages are directly addressable when `direct`.
 struct ScriptedAdapter: SourceAdapter {
     static let sourceName = "scripted"
     let script: FetchScript
@@ -182,7 +186,8 @@ struct ScriptedAdapter: SourceAdapter {
     func fetch(_ request: PageRequest) async throws -> FetchResult {
         switch await script.fetch(request, instance: instance) {
         case .page(let count, let next)?:
-            return .page((1...max(count, 1)).prefix(count).map { Item(id: "\(request.page)-\($0)", data: .integer(Int64($0))) }, next: next)
+            let prefix = script.seededItems ? "\(request.seed.prefix(6)):" : ""
+            return .page((1...max(count, 1)).prefix(count).map { Item(id: "\(prefix)\(request.page)-\($0)", data: .integer(Int64($0))) }, next: next)
         case .failure(let error)?:
             throw error
         case .notYet?, nil:
@@ -195,16 +200,18 @@ struct ScriptedAdapter: SourceAdapter {
     }
 }
 
-/// Encodes a page as `generation page first-item-id item-count`, so a test can tell which items
-/// a delivered page holds without the server's encoder.
+/// Encodes a page as `{"type":"page" generation page item-ids item-count}`, so a test can tell
+/// which items a delivered page holds without the server's encoder. It starts and ends as every
+/// page line does (which is what the engine checks of a page the fleet published).
 struct DescribingEncoder: PageEncoder {
     /// Pads each page to this many bytes per item, to give pages a size.
     var bytesPerItem = 0
 
     func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes {
-        let description = Array("\(generation) \(number) \(items.first?.id ?? "-") \(items.count)".utf8)
+        let ids = items.isEmpty ? "-" : items.map(\.id).joined(separator: ",")
+        let description = Array(#"{"type":"page""#.utf8) + Array(" \(generation) \(number) \(ids) \(items.count)".utf8)
         let padding = max(items.count * bytesPerItem - description.count, 0)
-        return SharedBytes(description + [UInt8](repeating: UInt8(ascii: " "), count: padding))
+        return SharedBytes(description + [UInt8](repeating: UInt8(ascii: " "), count: padding) + Array("}\n".utf8))
     }
 }
 
@@ -213,8 +220,7 @@ struct DescribingEncoder: PageEncoder {
 struct ItemsEncoder: PageEncoder {
     func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes {
         let entries = JSONValue.array(items.map { .object(["id": .string($0.id), "data": $0.data]) })
-        let line = JSONValue.object(["generation": .integer(Int64(generation)), "items": entries]).serialized
-        return SharedBytes(Array(line.dropLast()))
+        return SharedBytes(JSONValue.object(["generation": .integer(Int64(generation)), "items": entries]).serialized + [UInt8(ascii: "\n")])
     }
 }
 
@@ -222,29 +228,49 @@ struct ItemsEncoder: PageEncoder {
 struct PageDescription: Equatable {
     let generation: Int
     let number: Int
-    let firstItem: String
+    /// Every item's id, in order.
+    let items: [String]
     let itemCount: Int
 
+    var firstItem: String { items.first ?? "-" }
+
     init(_ page: Page) {
-        let fields = String(decoding: page.encoded.buffer, as: UTF8.self).split(separator: " ")
-        generation = Int(fields[0])!
-        number = Int(fields[1])!
-        firstItem = String(fields[2])
-        itemCount = Int(fields[3])!
+        let fields = String(decoding: page.body.buffer, as: UTF8.self).split(separator: " ").dropFirst()
+        generation = Int(fields[1])!
+        number = Int(fields[2])!
+        items = fields[3] == "-" ? [] : fields[3].split(separator: ",").map(String.init)
+        itemCount = Int(fields[4])!
     }
 }
 
-/// A connection stand-in that records every event in order.
+/// A client stand-in that records every event in order.
 @MainActor
-final class EventLog: SubscriptionOutput {
-    private(set) var events: [SubscriptionEvent] = []
+final class EventLog: ClientHandle {
+    let clientID: ClientID
+    private(set) var events: [ClientEvent] = []
+    /// What the service answered with an error, in order.
+    private(set) var failures: [ServiceError] = []
+    /// Each `subscribed` answer, with the number of events that came before it.
+    private(set) var subscriptions: [(before: Int, subscribed: Subscribed)] = []
+    init(clientID: ClientID) {
+        self.clientID = clientID
+    }
+
     var canTakePage: Bool { true }
 
-    func receive(_ event: SubscriptionEvent, from subscription: Subscription) {
+    func receive(_ event: ClientEvent) {
         events.append(event)
     }
 
     func flush() {}
+
+    func failed(_ error: ServiceError) {
+        failures.append(error)
+    }
+
+    func subscribed(_ subscribed: Subscribed) {
+        subscriptions.append((events.count, subscribed))
+    }
 
     var pages: [PageDescription] {
         events.compactMap { if case .page(let page, _) = $0 { PageDescription(page) } else { nil } }
@@ -252,6 +278,53 @@ final class EventLog: SubscriptionOutput {
 
     var ends: Int {
         events.filter { if case .end = $0 { true } else { false } }.count
+    }
+}
+
+/// One client of a feed, through the ``FeedService``, as a front would be.
+@MainActor
+struct Reader {
+    let service: FeedService
+    let feed: String
+    let log: EventLog
+    /// The client, whose sink is its log.
+    var client: EventLog { log }
+
+    /// Asks for `count` pages; a failure goes to the log.
+    func next(_ count: Int = 1, replyTo: ReplyTag? = nil) {
+        service.next(client, feed: feed, count: count, replyTo: replyTo) { [log] result in
+            switch result {
+            case .success(let subscribed?): log.subscribed(subscribed)
+            case .success(nil): break
+            case .failure(let error): log.failed(error)
+            }
+        }
+    }
+
+    /// Acknowledges pages up to `page`; the answer goes to `answer`.
+    func acknowledge(_ page: Int, answer: @escaping (Result<Int, ServiceError>) -> Void = { _ in }) {
+        service.acknowledge(client, feed: feed, through: page, answer: answer)
+    }
+
+    func disconnect() {
+        service.disconnect(client)
+    }
+
+    var hasPendingRequests: Bool { service.hasPendingRequests(client) }
+}
+
+extension FeedService {
+    /// Subscribes a new client to `feed` and returns it once subscribed (the answer of a durable
+    /// start comes later: it is recorded in the log then).
+    func reader(of feed: String, consumer: String? = nil, after: Int? = nil, follows: Bool = false) -> Reader {
+        let log = EventLog(clientID: connect())
+        subscribe(log, to: feed, consumer: consumer, after: after, follow: follows) { result in
+            switch result {
+            case .success(let subscribed): log.subscribed(subscribed)
+            case .failure(let error): log.failed(error)
+            }
+        }
+        return Reader(service: self, feed: feed, log: log)
     }
 }
 
@@ -268,5 +341,40 @@ func settle(_ signature: () -> String) async {
         let now = signature()
         quietRounds = now == last ? quietRounds + 1 : 0
         last = now
+    }
+}
+
+/// Checks a reader's events against SPEC §5's promise: within a generation, pages after where the
+/// subscription started (1 after a `refreshed`), each once, none skipped; a subscription taken over
+/// may start anew. Calls `visit` with each page and the index of its event.
+@MainActor
+func expectInOrder(_ log: EventLog, context: String, visit: (PageDescription, Int) -> Void = { _, _ in }) {
+    var expected = 1
+    var generation: Int?
+    let answers = log.subscriptions
+    for (index, event) in log.events.enumerated() {
+        // A subscription (a consumer's resumes after its cursor) starts where it was told.
+        if let subscribed = answers.last(where: { $0.before == index })?.subscribed {
+            generation = subscribed.generation
+            expected = subscribed.after + 1
+        }
+        switch event {
+        case .refreshed(_, let newGeneration, _):
+            generation = newGeneration
+            expected = 1
+        case .unsubscribed:
+            // Taken over: the reader's next `next` subscribes it anew, after page 0.
+            generation = nil
+            expected = 1
+        case .page(let page, _):
+            let described = PageDescription(page)
+            if let generation { #expect(described.generation == generation, "\(context): a page of another generation") }
+            generation = described.generation
+            #expect(described.number == expected, "\(context): page \(described.number), expected \(expected)")
+            expected = described.number + 1
+            visit(described, index)
+        default:
+            break
+        }
     }
 }

@@ -47,7 +47,7 @@ import Testing
     @Test func a_member_is_read_through_the_engine_and_its_refresh_refreshes_the_gatherer() async throws {
         let world = ScriptedWorld(prefetch: 1, encoder: ItemsEncoder())
         let reader = EngineFeedReader()
-        reader.directory = world.directory
+        reader.service = world.service
         var gatherer = FeedSettings(name: "all", source: "gathering", prefetch: 0)
         gatherer.options = ["feeds": ["scripted"]]
         world.directory.apply([
@@ -55,7 +55,10 @@ import Testing
             FeedDefinition(settings: gatherer, adapter: Gathering(members: ["scripted"])),
         ])
         let read = Task { try await reader.page(1, of: "scripted", timeout: .seconds(5)) }
-        await world.settle()
+        // The read reaches the feed through tasks of its own (on the shared pool, slow when other
+        // suites load it): wait for the fetch it causes, within the read's own timeout.
+        let deadline = ContinuousClock.now + .seconds(4)
+        while world.script.pendingCalls.isEmpty, ContinuousClock.now < deadline { await world.settle() }
         world.script.answer(.page(items: 2, next: .more(token: nil)))
         await world.settle()
         #expect(try await read.value == .page(generation: 1, items: [Item(id: "1-1", data: 1), Item(id: "1-2", data: 2)], isLast: false))

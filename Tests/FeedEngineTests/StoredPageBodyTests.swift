@@ -10,7 +10,7 @@ import Testing
     struct LineEncoder: PageEncoder {
         func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes {
             let ids = items.map { "\"\($0.id)\"" }.joined(separator: ",")
-            return SharedBytes(Array(#"{"type":"page","feed":"\#(feed)","page":\#(number),"items":[\#(ids)],"last":\#(isLast)"#.utf8))
+            return SharedBytes(Array(#"{"type":"page","feed":"\#(feed)","page":\#(number),"items":[\#(ids)],"last":\#(isLast)}"#.utf8) + [0x0A])
         }
     }
 
@@ -19,11 +19,10 @@ import Testing
         let page = Page(
             feed: "custom", generation: 2, number: 3, items: [Item(id: "a", data: 1), Item(id: "b", data: 2)], isLast: next == .end,
             encoder: LineEncoder())
-        let body = StoredPageBody.encode(
-            FleetPage(feed: "custom", generation: 2, number: 3, line: page.publishedLine, itemCount: 2, next: next, sourcePage: 3))
+        let body = StoredPageBody.encode(page.published(next: next, sourcePage: 3))
         let stored = try #require(StoredPageBody.decode(body, feed: "custom", generation: 2, number: 3, wrap: false))
         #expect(stored.next == next)
-        #expect(Array(stored.page.encoded.buffer) == Array(page.encoded.buffer))
+        #expect(Array(stored.page.line.buffer) == Array(page.line.buffer))
         #expect(stored.page.itemCount == 2 && stored.page.isLast == (next == .end) && stored.page.number == 3)
     }
 

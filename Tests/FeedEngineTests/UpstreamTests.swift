@@ -7,22 +7,31 @@ import Testing
 @MainActor
 final class ScriptedWorld {
     let script: FetchScript
-    let clock = ManualClock()
+    let clock: ManualClock
     let directory: FeedDirectory
+    let service: FeedService
+    /// The feed's durable state, when the world keeps any.
+    let store: MemoryState?
     var settings: FeedSettings
     var direct = false
 
     init(
         prefetch: Int = 0, timeout: Duration = .seconds(1), honoursCancellation: Bool = true, bytesPerItem: Int = 0,
-        encoder: (any PageEncoder)? = nil
+        encoder: (any PageEncoder)? = nil, store: MemoryState? = nil, clusterName: String? = nil, clock: ManualClock = ManualClock(),
+        seededItems: Bool = false
     ) {
-        script = FetchScript(honoursCancellation: honoursCancellation)
+        script = FetchScript(honoursCancellation: honoursCancellation, seededItems: seededItems)
+        self.clock = clock
+        self.store = store
         settings = FeedSettings(name: "scripted", source: "scripted", prefetch: prefetch)
         settings.timeout = timeout
         settings.retryMaxDelay = .seconds(2)
         settings.cachePages = 8
-        directory = FeedDirectory(store: nil, encoder: encoder ?? DescribingEncoder(bytesPerItem: bytesPerItem), logger: Logger(sink: NoLog()), clock: clock)
+        directory = FeedDirectory(
+            store: store, encoder: encoder ?? DescribingEncoder(bytesPerItem: bytesPerItem), logger: Logger(sink: NoLog()), clock: clock)
         directory.jitter = { 1.0 }
+        directory.clusterName = clusterName
+        service = FeedService(directory: directory, limits: FeedService.Limits(subscriptionsPerClient: 256), logger: Logger(sink: NoLog()))
         apply()
     }
 
@@ -43,16 +52,14 @@ final class ScriptedWorld {
         directory.apply([definition()])
     }
 
-    func subscribe(after: Int = 0, follows: Bool = false) -> (EventLog, Subscription) {
-        let log = EventLog()
-        let subscription = try! feed.subscribe(output: log, consumer: nil, after: after, follows: follows)
-        feed.pump(subscription)
-        return (log, subscription)
+    func subscribe(after: Int = 0, follows: Bool = false, consumer: String? = nil) -> (EventLog, Reader) {
+        let reader = service.reader(of: "scripted", consumer: consumer, after: after, follows: follows)
+        return (reader.log, reader)
     }
 
     func settle() async {
         await FeedEngineTests.settle { [self] in
-            "\(script.calls.count) \(script.pendingCalls.count) \(clock.sleeperCount) \(script.newDataWaiterCount) \(feed.fetchedPages) \(feed.generation)"
+            "\(script.calls.count) \(script.pendingCalls.count) \(clock.sleeperCount) \(script.newDataWaiterCount) \(feed.counters.pagesFetched) \(feed.generation) \(store?.writesInFlight ?? 0) \(store?.committed.count ?? 0)"
         }
     }
 }
@@ -65,10 +72,10 @@ final class ScriptedWorld {
     func a_refresh_during_a_fetch_waits_for_it_and_never_overlaps(cancellable: Bool) async {
         let world = ScriptedWorld(honoursCancellation: cancellable)
         let (log, subscription) = world.subscribe()
-        subscription.requestPages(1, replyTo: nil)
+        subscription.next(1)
         await world.settle()
         #expect(world.script.pendingCalls.map(\.request.page) == [1])
-        world.feed.refresh()
+        world.directory.refresh("scripted")
         await world.settle()
         if !cancellable {
             #expect(world.script.calls.count == 1, "nothing else is asked while the abandoned fetch runs")
@@ -87,7 +94,7 @@ final class ScriptedWorld {
     @Test func a_hung_fetch_is_bounded_by_timeout_and_its_adapter_replaced() async {
         let world = ScriptedWorld(timeout: .seconds(1), honoursCancellation: false)
         let (log, subscription) = world.subscribe()
-        subscription.requestPages(1, replyTo: nil)
+        subscription.next(1)
         await world.settle()
         world.clock.advance(by: .milliseconds(1_001))
         await world.settle()
@@ -108,7 +115,7 @@ final class ScriptedWorld {
     @Test func a_failure_is_retried_after_the_backoff_on_the_injected_clock() async {
         let world = ScriptedWorld()
         let (log, subscription) = world.subscribe()
-        subscription.requestPages(1, replyTo: nil)
+        subscription.next(1)
         await world.settle()
         world.script.answer(.failure(.transient("boom")))
         await world.settle()
@@ -134,7 +141,7 @@ final class ScriptedWorld {
     @Test func a_reload_that_keeps_what_pages_contain_keeps_generation_cursors_and_subscribers() async {
         let world = ScriptedWorld(prefetch: 1)
         let (log, subscription) = world.subscribe()
-        subscription.requestPages(2, replyTo: nil)
+        subscription.next(2)
         for _ in 1...3 {
             await world.settle()
             world.script.answer(.page(items: 1, next: .more(token: nil)))
@@ -150,14 +157,14 @@ final class ScriptedWorld {
         world.apply()
         await world.settle()
         #expect(world.feed === feed && feed.generation == 1 && feed.settings.timeout == .seconds(3))
-        #expect(subscription.feed === feed && subscription.position == 2)
+        #expect(feed.subscriptions[subscription.client.clientID]?.position == 2)
         #expect(!log.events.contains { if case .refreshed = $0 { true } else { false } })
         #expect(feed.cachedPages == 3, "the cache stays too")
 
         world.settings.options = ["v": 2]
         world.apply()
         await world.settle()
-        #expect(world.feed !== feed && world.feed.generation == 2 && subscription.feed === world.feed)
+        #expect(world.feed !== feed && world.feed.generation == 2 && world.feed.subscriptions[subscription.client.clientID] != nil)
         #expect(log.events.contains { if case .refreshed(_, 2, _) = $0 { true } else { false } }, "a change to the pages starts a generation")
     }
 
@@ -185,7 +192,7 @@ final class ScriptedWorld {
     @Test func consecutive_wanted_pages_come_from_one_run_of_calls_one_at_a_time() async {
         let world = ScriptedWorld()
         let (log, subscription) = world.subscribe()
-        subscription.requestPages(4, replyTo: nil)
+        subscription.next(4)
         await world.settle()
         world.script.answer(.page(items: 1, next: .more(token: "after-1")))
         await world.settle()
@@ -198,7 +205,7 @@ final class ScriptedWorld {
         #expect(log.pages.map(\.number) == [1, 2, 3, 4])
         #expect(world.script.calls.map(\.request.token) == [nil, "after-1", "after-2", "after-3"])
         #expect(world.script.overlaps.isEmpty)
-        #expect(world.feed.upstreamRequests == 4)
+        #expect(world.feed.counters.upstreamRequests == 4)
     }
 
     /// Issue 12, defect 4, below the server.
@@ -208,7 +215,7 @@ final class ScriptedWorld {
         world.settings.options = ["direct": true]
         world.apply()
         let (log, subscription) = world.subscribe(after: 49_000)
-        subscription.requestPages(2, replyTo: nil)
+        subscription.next(2)
         await world.settle()
         world.script.answer(.page(items: 1, next: .more(token: "t")))
         await world.settle()
@@ -226,7 +233,7 @@ final class ScriptedWorld {
         world.apply()
         let (log, subscription) = world.subscribe()
         for _ in 1...12 {
-            subscription.requestPages(1, replyTo: nil)
+            subscription.next(1)
             await world.settle()
             world.script.answer(.page(items: 3, next: .more(token: nil)))
             await world.settle()

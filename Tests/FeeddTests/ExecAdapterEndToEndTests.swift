@@ -84,7 +84,9 @@ import TestSupport
 
     @Test func a_plugins_stderr_is_logged_with_the_feed_and_it_inherits_nothing_else() throws {
         let daemon = try Self.daemon()
-        try daemon.connect().send("next custom")
+        // The client stays: a next whose client is gone has nobody to fetch for.
+        let client = try daemon.connect()
+        try client.send("next custom")
         let line = try daemon.log.waitForLine(containing: "scripted plugin ready for custom")
         #expect(line.contains("feed custom: plugin stderr: "))
         #expect(line.contains("inherited descriptors []"), "\(line)")

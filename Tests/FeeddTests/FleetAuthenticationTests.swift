@@ -67,6 +67,9 @@ import TestSupport
             cluster: "tls_ca = \"\(certificates.authority)\"\ntls_cert = \"\(certificates.strangerCertificate)\"\ntls_key = \"\(certificates.strangerKey)\"")
         let line = try daemon.log.waitForLine(containing: "TLS with the NATS cluster failed")
         #expect(line.contains("TLS failed"), "\(line)")
+        // The link logs the failure while it is still being made; `status` has it once the
+        // daemon holds the link, which it says next.
+        _ = try daemon.log.waitForLine(containing: "as instance")
         #expect(try FleetTests.status(daemon)["cluster"]?["problem"]?.stringValue?.contains("TLS failed") == true)
     }
 

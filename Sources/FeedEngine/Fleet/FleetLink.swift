@@ -25,22 +25,25 @@ public protocol FleetLink: AnyObject, Sendable {
     func generations() -> AsyncStream<FleetGeneration>
 
     /// Page `page` of generation `generation` of `feed`, fetched once for the whole fleet: the
-    /// page another instance published; else, holding the page's lease, `fetch` (nil: the source
-    /// has nothing there yet), published for the others; else the holder's publication, waited
-    /// for until its lease runs out, then the lease tried again. Returns `.unreachable` without
-    /// calling `fetch` when the fleet cannot be reached: the caller fetches on its own. Throws
-    /// only what `fetch` threw. Cancelling the task ends the wait.
+    /// page the fleet already has; else, holding the page's lease, `fetch` (nil: the source has
+    /// nothing there yet), published for the others (if another instance published the address
+    /// first, its page is the answer: the first page published for an address is the page);
+    /// else `.heldElsewhere`, when another instance holds the lease: its publication comes
+    /// through ``publications()``, and the engine asks again after `retryIn` at the latest.
+    /// Returns `.unreachable` without calling `fetch` when the fleet cannot be reached. Throws
+    /// only what `fetch` threw.
     func obtainPage(
         feed: String, generation: Int, page: Int, fetch: @escaping @Sendable () async throws -> FleetPage?
     ) async throws -> FleetPageOutcome
-    /// Returns once a polled source may have page `page` (past its newest): `wait` (the
-    /// adapter's wait for new data) runs on one instance of the fleet at a time; the others
-    /// return as soon as that page is published, or take their turn when the looker's lease
-    /// runs out. `wait` runs here alone when the fleet cannot be reached. Cancelling the task
-    /// ends the wait.
-    func awaitNewPage(feed: String, generation: Int, page: Int, wait: @escaping @Sendable () async throws -> Void) async throws
-    /// Every page of `feed` published from now on by any instance, while connected.
-    func publishedPages(of feed: String) -> AsyncStream<FleetPage>
+    /// Returns once a polled source may have page `page` (past its newest), by running `wait`
+    /// (the adapter's wait for new data) while holding the page's look lease, so one instance of
+    /// the fleet looks at a time; `.heldElsewhere` at once when another instance holds it (the
+    /// page it may publish comes through ``publications()``). `wait` runs here alone when the
+    /// fleet cannot be reached. Cancelling the task ends the wait.
+    func awaitNewPage(feed: String, generation: Int, page: Int, wait: @escaping @Sendable () async throws -> Void) async throws -> FleetLookOutcome
+    /// Every page any instance publishes, of every feed, from now on, while connected: the one
+    /// way publications reach the engine. Each is decoded once, its line shared.
+    func publications() -> AsyncStream<FleetPage>
 
     /// Makes this instance the one that serves `consumer` of `feed` (another one drops it).
     func claimConsumer(feed: String, consumer: String) async throws(FleetError)
@@ -84,6 +87,7 @@ public struct FleetStatistics: Sendable, Equatable {
     /// full JetStream), until the fleet works again; nil while all is well.
     public var problem: String?
 
+    /// Figures of a link that has seen nothing yet, connected or not.
     public init(isConnected: Bool) {
         self.isConnected = isConnected
     }
@@ -100,12 +104,16 @@ public struct FleetStatistics: Sendable, Equatable {
 
 /// A generation as the fleet agreed on it.
 public struct FleetGeneration: Sendable, Equatable {
+    /// The feed it is a generation of.
     public let feed: String
+    /// Its number, within 1...2^40.
     public let number: Int
+    /// Its ``PageRequest/seed``.
     public let seed: String
     /// ``FeedSettings/contentFingerprint`` of the instance that started it.
     public let fingerprint: String
 
+    /// The generation `number` of `feed`.
     public init(feed: String, number: Int, seed: String, fingerprint: String) {
         self.feed = feed
         self.number = number
@@ -116,9 +124,12 @@ public struct FleetGeneration: Sendable, Equatable {
 
 /// A consumer's fleet-wide cursor: the last page it acknowledged, in which generation.
 public struct FleetCursor: Sendable, Equatable {
+    /// The generation it counts in.
     public let generation: Int
+    /// The last page acknowledged there.
     public let page: Int
 
+    /// A cursor after `page` of `generation`.
     public init(generation: Int, page: Int) {
         self.generation = generation
         self.page = page
@@ -128,17 +139,21 @@ public struct FleetCursor: Sendable, Equatable {
 /// A page as one instance of the fleet published it: its line, and what the source said about
 /// the pages after it, so every instance pages on from it as if it had fetched it.
 public struct FleetPage: Sendable {
+    /// The feed, generation and page number it is published at.
     public let feed: String
     public let generation: Int
     public let number: Int
     /// The exact line a subscriber is sent for the page when it is pushed, newline included.
-    public let line: [UInt8]
+    public let line: SharedBytes
+    /// How many items its line holds.
     public let itemCount: Int
+    /// What the source said of the page after it.
     public let next: NextPage
     /// The source's page the page was asked for as (it differs from `number` on a `wrap` feed).
     public let sourcePage: Int
 
-    public init(feed: String, generation: Int, number: Int, line: [UInt8], itemCount: Int, next: NextPage, sourcePage: Int) {
+    /// A page as published, its line shared.
+    public init(feed: String, generation: Int, number: Int, line: SharedBytes, itemCount: Int, next: NextPage, sourcePage: Int) {
         self.feed = feed
         self.generation = generation
         self.number = number
@@ -151,18 +166,33 @@ public struct FleetPage: Sendable {
 
 /// What ``FleetLink/obtainPage(feed:generation:page:fetch:)`` came back with.
 public enum FleetPageOutcome: Sendable {
-    /// `fetchedHere`: this instance fetched it from the upstream (else another one had).
+    /// The fleet's page. `fetchedHere`: this instance fetched it from the upstream (else another
+    /// one had).
     case page(FleetPage, fetchedHere: Bool)
-    /// The instance that fetched it found nothing there yet (a live source at its newest page).
+    /// This instance fetched it and found nothing there yet (a live source at its newest page).
     case notYet
+    /// Another instance holds the page's lease and is fetching it: its publication comes through
+    /// ``FleetLink/publications()``; ask again after `retryIn` if it has not come by then.
+    case heldElsewhere(retryIn: Duration)
     /// The fleet cannot be reached; nothing was fetched.
     case unreachable
 }
 
+/// What ``FleetLink/awaitNewPage(feed:generation:page:wait:)`` came back with.
+public enum FleetLookOutcome: Sendable {
+    /// The source may have the page now (this instance looked, or the page was published).
+    case mayHaveMore
+    /// Another instance is looking: what it finds comes through ``FleetLink/publications()``; ask
+    /// again after `retryIn` if nothing has come by then.
+    case heldElsewhere(retryIn: Duration)
+}
+
 /// Why the fleet could not do something (mostly: it cannot be reached).
 public struct FleetError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, for the log and the client.
     public let description: String
 
+    /// An error saying `description`.
     public init(_ description: String) {
         self.description = description
     }

@@ -21,10 +21,13 @@ extension FleetPage {
         return String(decoding: JSONValue.object(fields).serialized, as: UTF8.self)
     }
 
-    /// The page whose ``header`` is `header` and whose line is `line`; nil if the header is not one.
-    public init?(header: some Collection<UInt8>, feed: String, generation: Int, number: Int, line: [UInt8]) {
+    /// The page whose ``header`` is `header` and whose line is `line`; nil if the header is not
+    /// one, or if its numbers are out of range (a page holds at most 2^31 items and is at most
+    /// source page 2^40), which a header from the fleet or the state directory may be.
+    public init?(header: some Collection<UInt8>, feed: String, generation: Int, number: Int, line: SharedBytes) {
         guard let fields = try? JSONValue(parsing: Array(header)), let items = fields["items"]?.integerValue,
-            let sourcePage = fields["source_page"]?.integerValue
+            let sourcePage = fields["source_page"]?.integerValue, (0...Int64(Int32.max)).contains(items),
+            (1...Int64(PageNumber.maximum)).contains(sourcePage)
         else { return nil }
         let token = fields["token"]?.stringValue
         let next: NextPage

@@ -85,6 +85,7 @@ package final class CurlTransport: HTTPTransport {
 
 /// Why a request got no HTTP response: the connection failed, broke or timed out.
 public struct HTTPTransportError: Error, CustomStringConvertible {
+    /// What went wrong, with the URL.
     public let description: String
 }
 

@@ -9,7 +9,9 @@ import Foundation
 ///   rejections (retried at the slowest rate).
 /// - `304 Not Modified` answers a conditional GET (``get(_:ifChangedSince:)``) with nil.
 public struct HTTPSource: Sendable {
+    /// Where requests go (libcurl in the daemon, a loopback server or a fake in tests).
     public let transport: any HTTPTransport
+    /// How long one request may take.
     public let timeout: Duration
     /// Sent with every request; `Accept: application/json` unless an adapter says otherwise.
     public var headers: [String: String] = ["Accept": "application/json"]
@@ -18,6 +20,7 @@ public struct HTTPSource: Sendable {
     /// Which redirects are followed: `follow_redirects`, same host only unless configured.
     public var redirects: RedirectPolicy = .sameHost
 
+    /// Requests through `transport`, each bounded by `timeout`.
     public init(transport: any HTTPTransport, timeout: Duration) {
         self.transport = transport
         self.timeout = timeout

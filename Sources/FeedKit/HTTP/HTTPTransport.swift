@@ -2,6 +2,7 @@ import Foundation
 
 /// One HTTP GET as an adapter asks for it.
 public struct HTTPRequest: Sendable, Hashable {
+    /// What is asked for.
     public var url: URL
     /// Header fields to send, by name (`Accept`, `If-None-Match`, a feed's `headers` table).
     public var headers: [String: String]
@@ -11,6 +12,7 @@ public struct HTTPRequest: Sendable, Hashable {
     /// Which redirects are followed.
     public var redirects: RedirectPolicy
 
+    /// A GET of `url` with `headers`, a bearer token sent only to `url`'s origin, and `redirects` followed as it says.
     public init(url: URL, headers: [String: String] = [:], bearerToken: String? = nil, redirects: RedirectPolicy = .sameHost) {
         self.url = url
         self.headers = headers
@@ -21,12 +23,15 @@ public struct HTTPRequest: Sendable, Hashable {
 
 /// An HTTP response as adapters see it.
 public struct HTTPResponse: Sendable {
+    /// The HTTP status code.
     public let status: Int
     /// Header fields with lowercased names; a field sent several times (`Link`) is joined with
     /// ", ", as HTTP allows.
     public let headers: [String: String]
+    /// The body, decoded from its transfer and content encodings.
     public let body: [UInt8]
 
+    /// A response with `status`, `headers` and `body`.
     public init(status: Int, headers: [String: String], body: [UInt8]) {
         self.status = status
         self.headers = headers
@@ -43,9 +48,12 @@ public struct HTTPResponse: Sendable {
 /// A response's `ETag` and `Last-Modified`: sent back as `If-None-Match` and `If-Modified-Since`
 /// so that a server whose resource has not changed answers `304 Not Modified` with no body.
 public struct HTTPValidators: Sendable, Hashable {
+    /// The `ETag` the resource came with, sent back as `If-None-Match`.
     public let entityTag: String?
+    /// The `Last-Modified` it came with, sent back as `If-Modified-Since`.
     public let lastModified: String?
 
+    /// The validators given; nil when there are none.
     public init?(entityTag: String?, lastModified: String?) {
         guard entityTag != nil || lastModified != nil else { return nil }
         self.entityTag = entityTag

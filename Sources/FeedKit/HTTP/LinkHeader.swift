@@ -13,10 +13,12 @@
 public struct LinkHeader: Sendable, Hashable {
     /// One link: its target as written (resolve it against the request's URL) and its parameters.
     public struct Link: Sendable, Hashable {
+        /// The target between `<` and `>`, as written.
         public let target: String
         /// Parameter names, lowercased, with their values (nil for a name without `=`), in order.
         public let parameters: [Parameter]
 
+        /// A link to `target` with `parameters`.
         public init(target: String, parameters: [Parameter]) {
             self.target = target
             self.parameters = parameters
@@ -32,15 +34,19 @@ public struct LinkHeader: Sendable, Hashable {
 
     /// A link parameter: `rel="next"`, `title="…"`, or a bare name.
     public struct Parameter: Sendable, Hashable {
+        /// The parameter's name, lowercased.
         public let name: String
+        /// Its value, unquoted; nil for a bare name.
         public let value: String?
 
+        /// The parameter `name` with `value`.
         public init(name: String, value: String?) {
             self.name = name
             self.value = value
         }
     }
 
+    /// The links, in the order the header lists them.
     public let links: [Link]
 
     /// Parses a field value; never fails, keeping every link-value that follows the grammar.

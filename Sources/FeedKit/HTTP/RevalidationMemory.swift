@@ -14,6 +14,7 @@ public final class RevalidationMemory: Sendable {
 
     private let entry = Locked<Entry?>(nil)
 
+    /// An empty memory: the first request is unconditional.
     public init() {}
 
     /// What to send when GETting `url` again in `generation`; nil for a plain GET.

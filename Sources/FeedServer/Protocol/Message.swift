@@ -74,7 +74,6 @@ struct Message {
     }
 
     static let plainClosing: [UInt8] = Array("}\n".utf8)
-    static let sharedPlainClosing = SharedBytes(plainClosing)
 }
 
 extension Message {
@@ -84,6 +83,21 @@ extension Message {
         line.field("message", message)
         if let feed { line.field("feed", feed) }
         if let retryInMilliseconds { line.field("retry_in_ms", Int(retryInMilliseconds)) }
+        return line.line(replyTo: id)
+    }
+
+    /// The error line for what the service refused.
+    static func error(_ error: ServiceError, id: RequestID?) -> [UInt8] {
+        Message.error(ErrorCode(error.code), error.message, feed: error.feed, id: id)
+    }
+
+    static func subscribed(_ subscribed: Subscribed, id: RequestID?) -> [UInt8] {
+        var line = Message(type: "subscribed")
+        line.field("feed", subscribed.feed)
+        line.field("consumer", subscribed.consumer)
+        line.field("generation", subscribed.generation)
+        line.field("after", subscribed.after)
+        line.field("follow", subscribed.follows)
         return line.line(replyTo: id)
     }
 
@@ -119,6 +133,7 @@ extension Message {
 
 /// The `page` line of SPEC §5, for the feeds to encode each page with once.
 public struct PageLineEncoder: PageEncoder {
+    /// The encoder.
     public init() {}
 
     public func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes {
@@ -144,6 +159,25 @@ public struct PageLineEncoder: PageEncoder {
             writer.raw(UInt8(ascii: "]"))
         }
         line.field("last", isLast)
-        return SharedBytes(line.openBody())
+        return SharedBytes(line.line(replyTo: nil))
+    }
+}
+
+extension ErrorCode {
+    /// The code the service gave, as the socket protocol spells it (the same words).
+    init(_ code: ServiceError.Code) {
+        self = ErrorCode(rawValue: code.description) ?? .badRequest
+    }
+}
+
+extension RequestID {
+    /// The id as the engine carries it back with the events that answer the request, which it
+    /// never looks into (see ``init(replyTag:)``).
+    var replyTag: ReplyTag { ReplyTag(json) }
+
+    /// The id back from an engine event's `replyTo`, which only ever holds a ``replyTag``.
+    init?(replyTag: ReplyTag?) {
+        guard let replyTag else { return nil }
+        self.init(json: replyTag.bytes)
     }
 }

@@ -15,12 +15,6 @@ public enum Request: Equatable, Sendable {
     case ping
     case quit
 
-    /// Whether the request makes sense for a feed that is not configured (any longer).
-    public var worksWithoutFeed: Bool {
-        if case .forget = self { return true }
-        return false
-    }
-
     /// The feed the request names, if any.
     public var feed: String? {
         switch self {
@@ -49,6 +43,7 @@ public enum ErrorCode: String, Sendable {
     /// Not in SPEC §5's list: the client left its output unread past `stall_timeout` and is
     /// being disconnected.
     case tooSlow = "too_slow"
+    case tooManyConsumers = "too_many_consumers"
 }
 
 /// A request line that could not be decoded: what to answer, with the id and feed where known.

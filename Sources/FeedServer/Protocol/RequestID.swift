@@ -12,16 +12,6 @@ public struct RequestID: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { String(decoding: json, as: UTF8.self) }
 
-    /// The id as the engine carries it back with the events that answer the request: an opaque
-    /// string the engine never looks into (see ``init(replyTag:)``).
-    var replyTag: JSONValue { .string(description) }
-
-    /// The id back from an engine event's `replyTo`, which only ever holds a ``replyTag``.
-    init?(replyTag: JSONValue?) {
-        guard let text = replyTag?.stringValue else { return nil }
-        json = Array(text.utf8)
-    }
-
     /// The text of the member `"id"` of the JSON object in `line`, which must already be known to be
     /// valid JSON. A member named twice gives its last value, as the JSON parser does.
     static func find(in line: ArraySlice<UInt8>) -> RequestID? {

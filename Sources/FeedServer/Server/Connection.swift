@@ -2,17 +2,66 @@ import FeedEngine
 import FeedKit
 import Glibc
 
-/// One client connection: reads request lines, answers them, and carries its subscriptions' pages.
+/// What a connection tells whoever owns it, the only way it reaches anything beyond its socket
+/// (as a NIO handler talks to its context): the requests it decoded, that it can take pages
+/// again, and that it closed. It never calls the feeds.
+@MainActor
+protocol ConnectionContext: AnyObject {
+    /// A request line was decoded.
+    func connection(_ connection: Connection, received request: Request, id: RequestID?)
+    /// Its output drained: it can take pages again.
+    func connectionCanTakePages(_ connection: Connection)
+    /// Whether a `next` it sent still waits for pages or `end` (a client that half-closed is let
+    /// go once they are answered).
+    func connectionHasPendingRequests(_ connection: Connection) -> Bool
+    /// It read nothing for `stallTimeout` and is being disconnected.
+    func connectionStalled(_ connection: Connection, for stallTimeout: Duration)
+    /// It closed; its descriptor is gone.
+    func connectionClosed(_ connection: Connection)
+}
+
+/// What connections work within: their context, the event loop, and the limits of the settings
+/// they connected under (a reload applies to later connections). One instance serves every
+/// connection made under the same settings, so an idle connection costs a reference to it.
+@MainActor
+final class ConnectionEnvironment {
+    /// Whoever owns the connections.
+    unowned let context: any ConnectionContext
+    let loop: EventLoop
+    let maxLineBytes: Int
+    /// Pages a connection may hold unsent before the engine stops handing it more.
+    let pageWindow: Int
+    /// Unsent bytes above which its requests are not read.
+    let inputPauseBytes: Int
+    /// How long its output may stay unwritable before it is disconnected.
+    let stallTimeout: Duration
+
+    init(_ settings: ServerSettings, loop: EventLoop, context: any ConnectionContext) {
+        self.context = context
+        self.loop = loop
+        maxLineBytes = settings.maxLineBytes
+        pageWindow = settings.pageWindow
+        inputPauseBytes = settings.inputPauseBytes
+        stallTimeout = settings.stallTimeout
+    }
+}
+
+/// One client connection: reads request lines and reports them to its context, writes the lines
+/// it is given, and is the sink of its client's events (``ClientSink``).
 ///
 /// Runs on the main actor like the feeds it reads. Output goes through an ``OutputQueue``; while
-/// that holds a full window of pages the connection's subscriptions stop advancing, and while it
-/// holds too many bytes the connection's requests are not read, so a client that stops reading
-/// costs a bounded amount of memory and slows nobody else.
+/// that holds a full window of pages the engine stops handing it pages, and while it holds too
+/// many bytes its requests are not read, so a client that stops reading costs a bounded amount
+/// of memory and slows nobody else.
 @MainActor
-final class Connection: SubscriptionOutput {
+final class Connection: ClientHandle {
     let descriptor: Int32
     let peer: PeerCredentials?
-    private unowned let server: Server
+    /// The id the service knows this connection's client by.
+    let clientID: ClientID
+    private let environment: ConnectionEnvironment
+    private var context: any ConnectionContext { environment.context }
+    private var loop: EventLoop { environment.loop }
     private var registration: EventLoop.Registration?
     private var state = ConnectionState.reading
     /// What the event loop watches for: requests while reading, writability while output waits.
@@ -21,25 +70,22 @@ final class Connection: SubscriptionOutput {
     /// Set while the socket refuses output that is waiting: the timer that ends the connection
     /// if that lasts `stall_timeout`. Nil while output flows.
     private var stallTimer: EventLoop.Timer?
-    private var subscriptions: [String: Subscription] = [:]
-    /// `max_line_bytes` when the client connected; a reload applies to later connections.
-    private let maxLineBytes: Int
     private var lines: LineSplitter
     /// Input read but not yet split because reading paused mid-read, and how much of it is done;
     /// consumed from the front without copying what is left.
     private var unhandledInput: [UInt8] = []
     private var unhandledOffset = 0
 
-    init(descriptor: Int32, peer: PeerCredentials?, server: Server) {
+    init(descriptor: Int32, peer: PeerCredentials?, clientID: ClientID, environment: ConnectionEnvironment) {
         self.descriptor = descriptor
         self.peer = peer
-        self.server = server
-        maxLineBytes = server.settings.maxLineBytes
-        lines = LineSplitter(maxLineBytes: maxLineBytes)
+        self.clientID = clientID
+        self.environment = environment
+        lines = LineSplitter(maxLineBytes: environment.maxLineBytes)
     }
 
     func start(greeting: [UInt8]) {
-        registration = server.loop.watch(descriptor, for: interest) { [unowned self] readiness in self.handle(readiness) }
+        registration = loop.watch(descriptor, for: interest) { [unowned self] readiness in self.handle(readiness) }
         send(greeting)
     }
 
@@ -52,11 +98,22 @@ final class Connection: SubscriptionOutput {
         if readiness.isHangUp, !state.isClosed, !state.isReading, stallTimer == nil { close() }
     }
 
-    var subscriptionCount: Int { subscriptions.count }
     var bytesSent: Int { output.bytesWritten }
-    var subscribedFeeds: [String] { subscriptions.keys.sorted() }
 
     // MARK: Reading
+
+    /// How much one read takes at most.
+    static let readSize = 16 * 1024
+
+    /// The connection's own read buffer, made (uninitialised) at its first read, so a connection
+    /// that never sends holds none. Freed in `deinit`, not at `close()`: a request read from it
+    /// may close the connection while the rest of the read is still being split. (Touched only on
+    /// the main actor, and in `deinit`, when nothing else can.)
+    nonisolated(unsafe) private var readBuffer: UnsafeMutableRawPointer?
+
+    deinit {
+        readBuffer?.deallocate()
+    }
 
     /// Reads until the socket has nothing more (a read shorter than the buffer, or EAGAIN) or
     /// says end of file, or until this client had its share of the turn: the event loop reports
@@ -64,11 +121,14 @@ final class Connection: SubscriptionOutput {
     /// after a short read saves a read that would only say EAGAIN: one system call of the three a
     /// request usually costs.)
     private func readAvailable() {
+        let start = readBuffer ?? UnsafeMutableRawPointer.allocate(byteCount: Self.readSize, alignment: 16)
+        readBuffer = start
+        let buffer = UnsafeMutableRawBufferPointer(start: start, count: Self.readSize)
         for _ in 0..<4 {
-            let count = server.readBuffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            let count = read(descriptor, buffer.baseAddress, buffer.count)
             if count > 0 {
-                server.readBuffer.withUnsafeBytes { handleInput(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-                if !state.isReading || count < server.readBuffer.count { return }
+                handleInput(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                if !state.isReading || count < buffer.count { return }
             } else if count == 0 {
                 endOfInput()
                 return
@@ -95,7 +155,7 @@ final class Connection: SubscriptionOutput {
         switch piece {
         case .line(let line): handleLine(line)
         case .tooLong:
-            send(Message.error(.lineTooLong, "request line longer than \(maxLineBytes) bytes; skipped to the next newline"))
+            send(Message.error(.lineTooLong, "request line longer than \(environment.maxLineBytes) bytes; skipped to the next newline"))
         }
     }
 
@@ -105,7 +165,7 @@ final class Connection: SubscriptionOutput {
         guard line.contains(where: { $0 != 0x20 && $0 != 0x09 }) else { return }
         switch RequestDecoder.decode(line) {
         case .success(let decoded):
-            server.handle(decoded.request, id: decoded.id, from: self)
+            context.connection(self, received: decoded.request, id: decoded.id)
         case .failure(let error):
             send(Message.error(error.code, error.message, feed: error.feed, id: error.id))
         }
@@ -124,26 +184,25 @@ final class Connection: SubscriptionOutput {
     /// After the client stops sending, the connection stays until every `next` it sent is
     /// answered and written, so `echo "next users 3" | socat - UNIX-CONNECT:…` works.
     private func closeIfFinished() {
-        let waiting = subscriptions.values.contains { $0.hasPendingRequests }
-        if state.isFinished(outputEmpty: output.isEmpty, requestsPending: waiting) { close() }
+        guard state.mayFinish else { return }
+        if state.isFinished(outputEmpty: output.isEmpty, requestsPending: context.connectionHasPendingRequests(self)) { close() }
     }
 
-    // MARK: Subscriptions
+    // MARK: Events
 
-    func subscription(for feed: String) -> Subscription? { subscriptions[feed] }
+    var canTakePage: Bool { !state.isClosed && output.pageCount < environment.pageWindow }
 
-    func setSubscription(_ subscription: Subscription?, for feed: String) {
-        subscriptions[feed]?.cancel()
-        subscriptions[feed] = subscription
-    }
-
-    var canTakePage: Bool { !state.isClosed && output.pageCount < server.settings.pageWindow }
-
-    func receive(_ event: SubscriptionEvent, from subscription: Subscription) {
+    func receive(_ event: ClientEvent) {
         switch event {
         case .page(let page, let replyTo):
-            output.append(page.encoded)
-            output.append(RequestID(replyTag: replyTo).map { SharedBytes(Message.closing(replyTo: $0)) } ?? Message.sharedPlainClosing, endsPage: true)
+            // A pushed page goes out as the one buffer every follower shares; a reply's id goes
+            // before the page's closing.
+            if let id = RequestID(replyTag: replyTo) {
+                output.append(page.body)
+                output.append(SharedBytes(Message.closing(replyTo: id)), endsPage: true)
+            } else {
+                output.append(page.line, endsPage: true)
+            }
         case .end(let feed, let page, let replyTo):
             var line = Message(type: "end")
             line.field("feed", feed)
@@ -154,11 +213,9 @@ final class Connection: SubscriptionOutput {
             send(Message.error(.upstream, message, feed: feed, id: RequestID(replyTag: replyTo), retryInMilliseconds: retryIn.wholeMilliseconds))
         case .refreshed(let feed, let generation, let replyTo):
             send(Message.refreshed(feed: feed, generation: generation, id: RequestID(replyTag: replyTo)))
-        case .removed(let feed):
-            if subscriptions[feed] === subscription { subscriptions[feed] = nil }
+        case .unsubscribed(let feed, .feedRemoved):
             send(Message.error(.unknownFeed, "feed \"\(feed)\" was removed by a configuration reload", feed: feed))
-        case .takenOver(let feed, let consumer):
-            if subscriptions[feed] === subscription { subscriptions[feed] = nil }
+        case .unsubscribed(let feed, .takenOver(let consumer)):
             var line = Message(type: "unsubscribed")
             line.field("feed", feed)
             line.field("consumer", consumer)
@@ -196,7 +253,7 @@ final class Connection: SubscriptionOutput {
         guard !state.isClosed else { return }
         // Whether or not the socket takes more now, a client whose unread answers are over the
         // bound gets no more requests read until they drain (SPEC §5, flow control).
-        defer { if output.byteCount > server.settings.inputPauseBytes, state.pause() { updateInterest() } }
+        defer { if output.byteCount > environment.inputPauseBytes, state.pause() { updateInterest() } }
         guard stallTimer == nil else { return }
         switch output.flush(to: descriptor) {
         case .drained:
@@ -212,10 +269,10 @@ final class Connection: SubscriptionOutput {
     /// The socket is full: watch for room, and end the connection if none comes within
     /// `stall_timeout`, so a client cannot hold its queued pages and its slot forever.
     private func outputBlocked() {
-        let timeout = server.settings.stallTimeout
-        let timer = server.loop.schedule(after: timeout) { [weak self] in
+        let timeout = environment.stallTimeout
+        let timer = loop.schedule(after: timeout) { [weak self] in
             guard let self, !self.state.isClosed else { return }
-            self.server.logger(for: self.peer).warning("disconnecting \(self.peerDescription): it read nothing for \(timeout.wholeMilliseconds / 1000) s")
+            self.context.connectionStalled(self, for: timeout)
             self.output.append(SharedBytes(Message.error(.tooSlow, "disconnected: no output read for \(timeout.wholeMilliseconds) ms")))
             _ = self.output.flush(to: self.descriptor)
             self.close()
@@ -232,14 +289,12 @@ final class Connection: SubscriptionOutput {
             close()
             return
         case .drained:
-            if let stallTimer { server.loop.cancel(stallTimer) }
+            if let stallTimer { loop.cancel(stallTimer) }
             stallTimer = nil
             updateInterest()
         }
         resumeReading()
-        for subscription in Array(subscriptions.values) where subscription.wantsPage {
-            subscription.feed.pump(subscription)
-        }
+        context.connectionCanTakePages(self)
         closeIfFinished()
     }
 
@@ -274,22 +329,21 @@ final class Connection: SubscriptionOutput {
         if stallTimer != nil { wanted.insert(.writable) }
         guard wanted != interest else { return }
         interest = wanted
-        server.loop.change(registration, to: wanted)
+        loop.change(registration, to: wanted)
     }
 
     // MARK: Closing
 
-    /// Ends the connection now: subscriptions are cancelled, unsent output is dropped.
+    /// Ends the connection now: unsent output is dropped, and its context told (which ends its
+    /// subscriptions).
     func close() {
         guard state.close() else { return }
-        if let stallTimer { server.loop.cancel(stallTimer) }
+        if let stallTimer { loop.cancel(stallTimer) }
         stallTimer = nil
-        for subscription in subscriptions.values { subscription.cancel() }
-        subscriptions.removeAll()
         unhandledInput = []
         output = OutputQueue()
-        if let registration { server.loop.stopWatching(registration) }
+        if let registration { loop.stopWatching(registration) }
         _ = Glibc.close(descriptor)
-        server.connectionClosed(self)
+        context.connectionClosed(self)
     }
 }

@@ -57,6 +57,10 @@ enum ConnectionState: Hashable {
         return true
     }
 
+    /// Whether the connection may be done soon (its input ended, or a final line is queued):
+    /// only then is ``isFinished(outputEmpty:requestsPending:)`` worth asking.
+    var mayFinish: Bool { self == .inputEnded || self == .finishing }
+
     /// Whether the connection has nothing left to do, given whether output is all written and
     /// whether a `next` still waits for pages.
     func isFinished(outputEmpty: Bool, requestsPending: Bool) -> Bool {

@@ -1,13 +1,20 @@
 import FeedEngine
 import FeedKit
-import FeedState
 import Glibc
 
-/// Accepts connections on a listening socket and answers the protocol of SPEC §5.
+/// Accepts connections on a listening socket and answers the protocol of SPEC §5: it decodes
+/// what each connection reports, asks the ``FeedService`` (its only way into the engine), and
+/// writes the answers back.
 @MainActor
-public final class Server {
-    public var settings: ServerSettings
-    let directory: FeedDirectory
+public final class Server: ConnectionContext {
+    /// The limits and access rules, which a reload may change (for connections made from then on).
+    public var settings: ServerSettings {
+        didSet {
+            service.limits = FeedService.Limits(subscriptionsPerClient: settings.maxSubscriptions)
+            environment = ConnectionEnvironment(settings, loop: loop, context: self)
+        }
+    }
+    let service: FeedService
     let logger: Logger
     let loop: EventLoop
     private let startedAt = ContinuousClock.now
@@ -24,22 +31,25 @@ public final class Server {
     private static let statusLifetime: Duration = .milliseconds(100)
     /// How many connections `status` lists in `peers`; `clients` has the total.
     static let statusPeerLimit = 100
+    /// Every open connection.
     private var connections: [ObjectIdentifier: Connection] = [:]
+    /// What connections made under the current settings share.
+    private lazy var environment = ConnectionEnvironment(settings, loop: loop, context: self)
     private var connectionsAccepted = 0
     /// What connections that have closed wrote; the live ones count their own.
     private var bytesSentByClosedConnections = 0
     private var isShuttingDown = false
     private var onDrained: (() -> Void)?
-    /// One read buffer for every connection: reads are handled one at a time on the main actor.
-    var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     /// Called when the number of clients changes, for systemd's STATUS line.
     public var onClientsChange: (() -> Void)?
 
-    public init(directory: FeedDirectory, settings: ServerSettings, logger: Logger, loop: EventLoop) {
-        self.directory = directory
+    /// A server answering through `service`, within `settings`, on `loop`.
+    public init(service: FeedService, settings: ServerSettings, logger: Logger, loop: EventLoop) {
+        self.service = service
         self.settings = settings
         self.logger = logger
         self.loop = loop
+        service.limits = FeedService.Limits(subscriptionsPerClient: settings.maxSubscriptions)
     }
 
     public var clientCount: Int { connections.count }
@@ -118,10 +128,10 @@ public final class Server {
             return
         }
         connectionLog.log(.info, "client connected: \(peerText)", to: logger(for: peer))
-        let connection = Connection(descriptor: descriptor, peer: peer, server: self)
+        let connection = Connection(descriptor: descriptor, peer: peer, clientID: service.connect(), environment: environment)
         connections[ObjectIdentifier(connection)] = connection
         connectionsAccepted += 1
-        connection.start(greeting: Message.hello(feeds: directory.names))
+        connection.start(greeting: Message.hello(feeds: service.feedNames))
         cachedStatus = nil
         onClientsChange?()
     }
@@ -137,8 +147,11 @@ public final class Server {
         peer.map { logger.with(LogFields(peerPID: $0.pid, peerUID: $0.uid)) } ?? logger
     }
 
+    // MARK: What connections report
+
     func connectionClosed(_ connection: Connection) {
-        connections[ObjectIdentifier(connection)] = nil
+        guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+        service.disconnect(connection)
         cachedStatus = nil
         if descriptorShortage != nil { resumeAccepting() }
         bytesSentByClosedConnections += connection.bytesSent
@@ -155,6 +168,7 @@ public final class Server {
     /// `deadline` has passed, whichever is first. Meanwhile new clients are told `shutting_down`.
     public func shutdown(within deadline: Duration, completion: @escaping @MainActor () -> Void) {
         isShuttingDown = true
+        service.beginShutdown()
         guard !connections.isEmpty else { return completion() }
         onDrained = completion
         for connection in connections.values {
@@ -170,61 +184,63 @@ public final class Server {
 
     // MARK: Requests
 
-    func handle(_ request: Request, id: RequestID?, from connection: Connection) {
+    func connectionCanTakePages(_ connection: Connection) {
+        service.resume(connection)
+    }
+
+    func connectionStalled(_ connection: Connection, for stallTimeout: Duration) {
+        logger(for: connection.peer).warning("disconnecting \(connection.peerDescription): it read nothing for \(stallTimeout.wholeMilliseconds / 1000) s")
+    }
+
+    func connectionHasPendingRequests(_ connection: Connection) -> Bool {
+        service.hasPendingRequests(connection)
+    }
+
+    func connection(_ connection: Connection, received request: Request, id: RequestID?) {
+        let client = connection
         if isShuttingDown {
             connection.send(Message.error(.shuttingDown, "feedd is shutting down", id: id))
-            return
-        }
-        if let name = request.feed, directory[name] == nil, !request.worksWithoutFeed {
-            connection.send(Message.error(.unknownFeed, "no feed named \"\(name)\" (feeds: \(directory.names.joined(separator: ", ")))", feed: name, id: id))
             return
         }
         switch request {
         case .status, .ping: break
         default: cachedStatus = nil
         }
+        // Answers the request: its error, or what `success` makes of the result.
+        func answer<Value>(_ success: @escaping (Value) -> [UInt8]?) -> (Result<Value, ServiceError>) -> Void {
+            { result in
+                switch result {
+                case .success(let value): if let line = success(value) { connection.send(line) }
+                case .failure(let error): connection.send(Message.error(error, id: id))
+                }
+            }
+        }
         switch request {
         case .subscribe(let name, let consumer, let after, let follow):
-            subscribe(connection, to: directory[name]!, consumer: consumer, after: after, follow: follow, id: id)
+            service.subscribe(client, to: name, consumer: consumer, after: after, follow: follow, answer: answer { Message.subscribed($0, id: id) })
         case .next(let name, let count):
-            guard let subscription = connection.subscription(for: name)
-                ?? subscribe(connection, to: directory[name]!, consumer: nil, after: nil, follow: false, id: id)
-            else { return }
-            subscription.requestPages(count, replyTo: id?.replyTag) { error in
-                connection.send(Message.error(.storeFailed, "the pages delivered before this next could not be acknowledged, so none was sent: \(error)", feed: name, id: id))
-            }
+            service.next(client, feed: name, count: count, replyTo: id?.replyTag, answer: answer { $0.map { Message.subscribed($0, id: id) } })
         case .ack(let name, let page):
-            guard let subscription = connection.subscription(for: name) else {
-                connection.send(Message.error(.badRequest, "not subscribed to \"\(name)\"; subscribe or next first", feed: name, id: id))
-                return
-            }
-            subscription.acknowledge(through: page) { result in
-                switch result {
-                case .success(let cursor):
-                    var line = Message(type: "ack")
-                    line.field("feed", name)
-                    line.field("page", cursor)
-                    connection.send(line.line(replyTo: id))
-                case .failure(let error):
-                    connection.send(Message.error(.storeFailed, "the cursor could not be stored: \(error)", feed: name, id: id))
-                }
-            }
+            service.acknowledge(client, feed: name, through: page, answer: answer { cursor in
+                var line = Message(type: "ack")
+                line.field("feed", name)
+                line.field("page", cursor)
+                return line.line(replyTo: id)
+            })
         case .unsubscribe(let name):
-            connection.setSubscription(nil, for: name)
-            connection.send(Message.simple("unsubscribed", feed: name, id: id))
+            service.unsubscribe(client, from: name, answer: answer { Message.simple("unsubscribed", feed: name, id: id) })
         case .refresh(let name):
-            let own = connection.subscription(for: name)
-            directory.refresh(name, requester: own, replyTo: id?.replyTag) { result in
-                switch result {
-                case .success(let generation):
-                    // A subscriber of the feed hears `refreshed` with its subscription's event.
-                    if own == nil { connection.send(Message.refreshed(feed: name, generation: generation, id: id)) }
-                case .failure(let error):
-                    connection.send(Message.error(.storeFailed, "the new generation could not be stored: \(error)", feed: name, id: id))
-                }
-            }
+            // A subscriber of the feed hears `refreshed` with its subscription's event.
+            service.refresh(name, by: client, replyTo: id?.replyTag, answer: answer { refreshed in
+                refreshed.requesterWasTold ? nil : Message.refreshed(feed: name, generation: refreshed.generation, id: id)
+            })
         case .forget(let name, let consumer):
-            forget(consumer, of: name, for: connection, id: id)
+            service.forget(consumer, of: name, answer: answer {
+                var line = Message(type: "forgotten")
+                line.field("feed", name)
+                line.field("consumer", consumer)
+                return line.line(replyTo: id)
+            })
         case .status:
             connection.send(statusBody())
             connection.send(Message.closing(replyTo: id))
@@ -239,98 +255,15 @@ public final class Server {
         }
     }
 
-    /// Subscribes and answers `subscribed`, or answers an error and returns nil.
-    @discardableResult
-    private func subscribe(_ connection: Connection, to feed: Feed, consumer: String?, after: Int?, follow: Bool, id: RequestID?) -> Subscription? {
-        connection.setSubscription(nil, for: feed.name)
-        guard connection.subscriptionCount < settings.maxSubscriptions else {
-            connection.send(Message.error(
-                .badRequest, "a connection may hold at most \(settings.maxSubscriptions) subscriptions; unsubscribe first", feed: feed.name, id: id))
-            return nil
-        }
-        let start = feed.startingPoint(consumer: consumer, after: after)
-        let subscription = feed.subscribe(output: connection, consumer: consumer, after: start, follows: follow)
-        guard let consumer, feed.keepsCursors else {
-            announce(subscription, of: feed, on: connection, after: start, id: id)
-            connection.setSubscription(subscription, for: feed.name)
-            feed.pump(subscription)
-            return subscription
-        }
-        // Held (requests queue on it, no page flows) until the starting point is durable.
-        subscription.isConfirmed = false
-        connection.setSubscription(subscription, for: feed.name)
-        Task {
-            let confirmedStart: Int
-            do throws(StoreError) {
-                confirmedStart = try await feed.confirmConsumer(consumer, after: after, start: start)
-            } catch {
-                guard connection.subscription(for: feed.name) === subscription else { return }
-                let waiting = subscription.pendingReplyIDs
-                connection.setSubscription(nil, for: feed.name)
-                let message = "the cursor of consumer \"\(consumer)\" could not be stored: \(error)"
-                connection.send(Message.error(.storeFailed, message, feed: feed.name, id: id))
-                for replyTo in waiting { connection.send(Message.error(.storeFailed, message, feed: feed.name, id: RequestID(replyTag: replyTo))) }
-                return
-            }
-            guard connection.subscription(for: feed.name) === subscription else { return }
-            subscription.start(after: confirmedStart)
-            subscription.isConfirmed = true
-            announce(subscription, of: feed, on: connection, after: confirmedStart, id: id)
-            feed.pump(subscription)
-        }
-        return subscription
-    }
-
-    /// Answers `subscribed`.
-    private func announce(_ subscription: Subscription, of feed: Feed, on connection: Connection, after start: Int, id: RequestID?) {
-        var line = Message(type: "subscribed")
-        line.field("feed", feed.name)
-        line.field("consumer", subscription.consumer)
-        line.field("generation", feed.generation)
-        line.field("after", start)
-        line.field("follow", subscription.follows)
-        connection.send(line.line(replyTo: id))
-    }
-
-    /// Deletes a consumer's stored cursor, also for a feed no longer configured; answers once
-    /// that is durable.
-    private func forget(_ consumer: String, of feed: String, for connection: Connection, id: RequestID?) {
-        guard let store = directory.store else {
-            connection.send(Message.error(.badRequest, "this daemon keeps no consumer state", feed: feed, id: id))
-            return
-        }
-        let shared = directory[feed].flatMap { $0.keepsCursorsInFleet ? $0 : nil }
-        Task {
-            do throws(StoreError) {
-                // The fleet's cursor first: a consumer forgotten here only would resume from it.
-                try await shared?.forgetFleetCursor(consumer)
-                guard try await store.forget(feed: feed, consumer: consumer) || shared != nil else {
-                    connection.send(Message.error(.badRequest, "feed \"\(feed)\" has no consumer \"\(consumer)\"", feed: feed, id: id))
-                    return
-                }
-            } catch {
-                connection.send(Message.error(.storeFailed, "the consumer could not be forgotten: \(error)", feed: feed, id: id))
-                return
-            }
-            logger.forFeed(feed).notice("consumer \(consumer) forgotten")
-            var line = Message(type: "forgotten")
-            line.field("feed", feed)
-            line.field("consumer", consumer)
-            connection.send(line.line(replyTo: id))
-        }
-    }
-
     /// The figures for `{"op":"metrics"}` and `daemon.metrics_file`.
     public var metrics: MetricsSnapshot {
         MetricsSnapshot(
             clients: connections.count, connectionsAccepted: connectionsAccepted,
             bytesSent: bytesSentByClosedConnections + connections.values.reduce(0) { $0 + $1.bytesSent },
-            feeds: directory.names.compactMap { name in
-                directory[name].map { feed in
-                    MetricsSnapshot.FeedFigures(name: name, counters: feed.counters, cachedPages: feed.cachedPages, subscribers: feed.subscriberCount)
-                }
+            feeds: service.feedStatuses(includingConsumers: false).map { feed in
+                MetricsSnapshot.FeedFigures(name: feed.name, counters: feed.counters, cachedPages: feed.cachedPages, subscribers: feed.subscribers)
             },
-            fleet: directory.fleet?.statistics)
+            fleet: service.fleetStatistics)
     }
 
     /// The `status` reply up to its closing brace. Built at most every ``statusLifetime`` however
@@ -346,7 +279,7 @@ public final class Server {
             writer.raw(UInt8(ascii: "["))
             for (index, connection) in connections.values.prefix(Self.statusPeerLimit).enumerated() {
                 if index > 0 { writer.raw(UInt8(ascii: ",")) }
-                var peer: [String: JSONValue] = ["subscriptions": .array(connection.subscribedFeeds.map(JSONValue.string))]
+                var peer: [String: JSONValue] = ["subscriptions": .array(service.subscriptions(of: connection).map(JSONValue.string))]
                 if let credentials = connection.peer {
                     peer["pid"] = .integer(Int64(credentials.pid))
                     peer["uid"] = .integer(Int64(credentials.uid))
@@ -356,21 +289,13 @@ public final class Server {
             }
             writer.raw(UInt8(ascii: "]"))
         }
-        if let clusterName = directory.clusterName {
-            let state = directory.fleet?.isConnected == true ? "connected" : "disconnected"
-            // Shared feeds by where they stand: an instance serves clients before it has joined.
-            var feeds: [String: [JSONValue]] = ["joined": [], "joining": [], "alone": []]
-            for name in directory.names { if let fleetState = directory[name]?.fleetState { feeds[fleetState]?.append(.string(name)) } }
-            var cluster: [String: JSONValue] = ["state": .string(state), "name": .string(clusterName)]
-            for (fleetState, names) in feeds { cluster[fleetState] = .array(names) }
-            if let fleet = directory.fleet?.statistics { cluster.merge(fleet.statusFields) { _, new in new } }
-            line.field("cluster") { writer in writer.value(.object(cluster)) }
-        }
+        // Shared feeds by where they stand: an instance serves clients before it has joined.
+        if let cluster = service.cluster { line.field("cluster") { writer in writer.value(cluster.json) } }
         line.field("feeds") { writer in
             writer.raw(UInt8(ascii: "["))
-            for (index, name) in directory.names.enumerated() {
+            for (index, feed) in service.feedStatuses().enumerated() {
                 if index > 0 { writer.raw(UInt8(ascii: ",")) }
-                writer.value(FeedStatus(directory[name]!).json)
+                writer.value(feed.json)
             }
             writer.raw(UInt8(ascii: "]"))
         }

@@ -12,7 +12,11 @@ import FeedState
 /// ```
 enum StoredPageBody {
     static func encode(_ page: FleetPage) -> [UInt8] {
-        Array(page.header.utf8) + [UInt8(ascii: "\n")] + page.line
+        var body = Array(page.header.utf8)
+        body.reserveCapacity(body.count + 1 + page.line.count)
+        body.append(UInt8(ascii: "\n"))
+        body.append(contentsOf: page.line.buffer)
+        return body
     }
 
     /// The page stored as `body`, with what its source said of the page after it; nil if `body`
@@ -20,8 +24,9 @@ enum StoredPageBody {
     static func decode(_ body: [UInt8], feed: String, generation: Int, number: Int, wrap: Bool) -> (page: Page, next: NextPage)? {
         guard let newline = body.firstIndex(of: UInt8(ascii: "\n")),
             let stored = FleetPage(
-                header: body[..<newline], feed: feed, generation: generation, number: number, line: Array(body[(newline + 1)...])),
-            let page = Page(published: stored, wrap: wrap)
+                header: body[..<newline], feed: feed, generation: generation, number: number,
+                line: body.withUnsafeBytes { SharedBytes(copying: UnsafeRawBufferPointer(rebasing: $0[(newline + 1)...])) }),
+            let page = Page(stored, wrap: wrap)
         else { return nil }
         return (page, stored.next)
     }

@@ -5,19 +5,21 @@ import FeedKit
 /// retries and cache apply, and a member is fetched only as far as its readers ask.
 ///
 /// Made before the configuration is loaded (adapters get it in their context) and pointed at the
-/// running feeds once they exist.
+/// service once it exists; each read is a client of the ``FeedService``, like any front's.
 public final class EngineFeedReader: FeedReader {
-    @MainActor public weak var directory: FeedDirectory?
+    /// The service the members are read through.
+    @MainActor public weak var service: FeedService?
 
+    /// A reader not yet pointed at a service.
     public init() {}
 
     public func page(_ page: Int, of feed: String, timeout: Duration) async throws(SourceError) -> FeedPage {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<FeedPage, SourceError>, Never>) in
             Task { @MainActor in
-                guard let member = self.directory?[feed] else {
+                guard let service = self.service, service.feedNames.contains(feed) else {
                     return continuation.resume(returning: .failure(.rejected("there is no feed \"\(feed)\" to read")))
                 }
-                MemberPageRead(feed: member, page: page, timeout: timeout, continuation: continuation).start()
+                MemberPageRead(service: service, feed: feed, page: page, timeout: timeout, continuation: continuation).start()
             }
         }
         return try result.get()
@@ -28,16 +30,22 @@ public final class EngineFeedReader: FeedReader {
 /// with the page, `none` when the feed has no such page (for good or for now), or an error when
 /// the feed starts a new generation, goes away, or does not deliver within the timeout.
 @MainActor
-private final class MemberPageRead: SubscriptionOutput {
-    private let feed: Feed
+private final class MemberPageRead: ClientHandle {
+    private let service: FeedService
+    private let feed: String
     private let page: Int
     private let timeout: Duration
     private var continuation: CheckedContinuation<Result<FeedPage, SourceError>, Never>?
-    private var subscription: Subscription?
-    /// What the feed's source last said while failing, for the timeout's message.
+    let clientID: ClientID
+    /// Set while the read is connected to the service.
+    private var isConnected = false
+    /// The generation subscribed to, and what the feed's source last said while failing, for the timeout's message.
+    private var generation = 0
     private var lastFailure: String?
 
-    init(feed: Feed, page: Int, timeout: Duration, continuation: CheckedContinuation<Result<FeedPage, SourceError>, Never>) {
+    init(service: FeedService, feed: String, page: Int, timeout: Duration, continuation: CheckedContinuation<Result<FeedPage, SourceError>, Never>) {
+        self.service = service
+        clientID = service.connect()
         self.feed = feed
         self.page = page
         self.timeout = timeout
@@ -47,29 +55,37 @@ private final class MemberPageRead: SubscriptionOutput {
     var canTakePage: Bool { true }
 
     func start() {
-        let subscription = feed.subscribe(output: self, consumer: nil, after: page - 1, follows: false)
-        self.subscription = subscription
-        let timeout = timeout
+        isConnected = true
+        let (feed, page, timeout) = (feed, page, timeout)
         Task {
             try? await Task.sleep(for: timeout)
             let reason = lastFailure.map { ": \($0)" } ?? ""
-            finish(.failure(.transient("feed \(feed.name): page \(page) not ready within \(timeout.wholeMilliseconds) ms\(reason)")))
+            finish(.failure(.transient("feed \(feed): page \(page) not ready within \(timeout.wholeMilliseconds) ms\(reason)")))
         }
-        subscription.requestPages(1, replyTo: nil)
+        service.subscribe(self, to: feed, after: page - 1) { [self] result in
+            switch result {
+            case .success(let subscribed):
+                generation = subscribed.generation
+                service.next(self, feed: feed) { [self] in if case .failure(let error) = $0 { finish(.failure(.transient(error.message))) } }
+            case .failure(let error):
+                finish(.failure(.rejected(error.message)))
+            }
+        }
     }
 
-    func receive(_ event: SubscriptionEvent, from subscription: Subscription) {
+    func receive(_ event: ClientEvent) {
         switch event {
         case .page(let page, _):
             finish(.success(.page(generation: page.generation, items: Self.items(of: page), isLast: page.isLast)))
         case .end:
-            finish(.success(.none(generation: feed.generation, final: feed.reachedEnd)))
+            let status = service.status(of: feed)
+            finish(.success(.none(generation: status?.generation ?? generation, final: status?.reachedEnd ?? false)))
         case .upstreamFailing(_, let message, _, _):
             lastFailure = message
         case .refreshed(_, let generation, _):
-            finish(.failure(.transient("feed \(feed.name) started generation \(generation)")))
-        case .removed, .takenOver:
-            finish(.failure(.rejected("feed \(feed.name) was removed")))
+            finish(.failure(.transient("feed \(feed) started generation \(generation)")))
+        case .unsubscribed:
+            finish(.failure(.rejected("feed \(feed) was removed")))
         }
     }
 
@@ -78,14 +94,14 @@ private final class MemberPageRead: SubscriptionOutput {
     private func finish(_ result: Result<FeedPage, SourceError>) {
         guard let continuation else { return }
         self.continuation = nil
-        subscription?.cancel()
-        subscription = nil
+        if isConnected { service.disconnect(self) }
+        isConnected = false
         continuation.resume(returning: result)
     }
 
     /// The items of a cached page, read back from its encoded line (the cache keeps only that).
     private static func items(of page: Page) -> [Item] {
-        let line = Array(page.encoded.buffer) + [UInt8(ascii: "}")]
+        let line = Array(page.line.buffer)
         guard let entries = (try? JSONValue(parsing: line))?["items"]?.arrayValue else { return [] }
         return entries.compactMap { entry in
             guard let id = entry["id"]?.stringValue else { return nil }

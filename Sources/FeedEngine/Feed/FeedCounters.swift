@@ -12,6 +12,7 @@ public struct FeedCounters: Sendable, Equatable {
     /// How long each upstream request took, including decoding and encoding its page.
     public var upstreamDuration = DurationHistogram()
 
+    /// Counters at zero.
     public init() {}
 }
 
@@ -28,8 +29,10 @@ public struct DurationHistogram: Sendable, Equatable {
     /// How many durations were recorded.
     public private(set) var count = 0
 
+    /// An empty histogram.
     public init() {}
 
+    /// Counts `duration` in its bucket.
     public mutating func record(_ duration: Duration) {
         let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
         let bucket = Self.bounds.firstIndex { seconds <= $0 } ?? Self.bounds.count

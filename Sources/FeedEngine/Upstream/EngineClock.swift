@@ -9,6 +9,7 @@ public protocol EngineClock: Sendable {
 
 /// Real time: `ContinuousClock`, which keeps counting while the machine is suspended.
 public struct SystemClock: EngineClock {
+    /// The system's clock.
     public init() {}
 
     public var now: ContinuousClock.Instant { ContinuousClock.now }

@@ -1,7 +1,7 @@
 /// A feed's fetched pages, bounded by a page count and by the bytes they take in memory.
 ///
-/// Which page to give up is the feed's choice (it knows who wants what); the cache keeps the
-/// pages and the accounting, so the bounds are checked in one place.
+/// The cache keeps the pages, the accounting and the rule for giving pages up (below); who wants
+/// which page is the feed's to say, through the `wanted` and `awaited` questions it passes in.
 struct PageCache {
     struct Limits: Equatable {
         var pages: Int
@@ -65,4 +65,38 @@ struct PageCache {
 
     /// What a page is likely to cost: the average of those cached, or nothing when there are none.
     var averageCost: Int { pages.isEmpty ? 0 : byteCount / pages.count }
+
+    // MARK: Giving pages up
+
+    /// Keeps the cache within `limits` before a fetch. A prefetch only ever replaces pages nobody
+    /// wants, or is skipped (false). A page a subscriber is waiting for (`urgent`, or one on the
+    /// way to it) may also replace prefetched pages, furthest first, and is fetched even when
+    /// every cached page is awaited: the limit is then exceeded by at most one page per
+    /// subscription, since refusing it would stall those subscribers for good.
+    mutating func makeRoom(within limits: Limits, urgent: Bool, wanted: (Int) -> Bool, awaited: (Int) -> Bool) -> Bool {
+        while wouldExceed(limits, adding: averageCost) {
+            guard evictOne(urgent: urgent, wanted: wanted, awaited: awaited) else { return urgent }
+        }
+        return true
+    }
+
+    /// Gives up pages while the cache is over its limits (after a page arrived, or a reload
+    /// lowered them), on a prefetch's terms.
+    mutating func trim(to limits: Limits, wanted: (Int) -> Bool) {
+        while exceeds(limits), evictOne(urgent: false, wanted: wanted, awaited: { _ in true }) {}
+    }
+
+    /// Gives up one page nobody wants, else (when `urgent`) the furthest one nobody waits for;
+    /// false if there is none.
+    mutating func evictOne(urgent: Bool, wanted: (Int) -> Bool, awaited: (Int) -> Bool) -> Bool {
+        if let unwanted = numbers.first(where: { !wanted($0) }) {
+            remove(unwanted)
+            return true
+        }
+        if urgent, let prefetched = numbers.last(where: { !awaited($0) }) {
+            remove(prefetched)
+            return true
+        }
+        return false
+    }
 }

@@ -1,21 +1,24 @@
 import FeedKit
 import FeedState
 
-/// Every running feed, by name; applies a new configuration's feeds on reload.
+/// Every running feed, by name; applies a new configuration's feeds on reload, and routes what
+/// the fleet says to the feeds it concerns.
 @MainActor
 public final class FeedDirectory {
+    /// The running feeds, by name.
     public private(set) var feeds: [String: Feed] = [:]
     private let logger: Logger
     private let encoder: any PageEncoder
     /// Consumer cursors, generations and their pages; they outlive reloads here, so cursors of
     /// a removed feed are still there when it comes back.
-    public let store: StateStore?
+    let store: (any DurableState)?
     /// The `[cluster]` name of a daemon in a fleet (SPEC §8), from start-up on, before the
-    /// fleet is reached; nil for a daemon on its own.
+    /// fleet is reached; nil for a daemon on its own. Set it before the first ``apply(_:)``:
+    /// shared feeds then serve alone until they join.
     public var clusterName: String?
     /// The fleet the shared feeds are part of, once connecting to it has begun.
     public private(set) var fleet: FleetLink?
-    /// What the directory follows of the fleet: generations, consumer claims, its connection.
+    /// What the directory follows of the fleet: generations, pages, consumer claims, its connection.
     private var fleetWatches: [Task<Void, Never>] = []
     /// Called when any feed's health changes, feeds come and go, or the fleet is reached or lost.
     public var onChange: (() -> Void)?
@@ -32,15 +35,19 @@ public final class FeedDirectory {
     /// refresh them once.
     private var pendingCascade: Set<String> = []
 
-    public init(store: StateStore?, encoder: any PageEncoder, logger: Logger, clock: any EngineClock = SystemClock()) {
+    /// A directory whose feeds keep their state in `store` (nil: nowhere) and encode their pages
+    /// with `encoder`.
+    public init(store: (any DurableState)?, encoder: any PageEncoder, logger: Logger, clock: any EngineClock = SystemClock()) {
         self.store = store
         self.encoder = encoder
         self.logger = logger
         self.clock = clock
     }
 
+    /// The feeds' names, sorted.
     public var names: [String] { feeds.keys.sorted() }
 
+    /// The feed named `name`, if it runs.
     public subscript(name: String) -> Feed? { feeds[name] }
 
     /// Makes the running feeds those of `definitions` (SPEC §3): new ones start; removed ones end
@@ -62,21 +69,22 @@ public final class FeedDirectory {
             if let existing, existing.settings == definition.settings { continue }
             // In a fleet, `shared` says where the generation and the cursors live (the fleet, or
             // this instance): a feed whose sharing changes is replaced like one whose pages change.
-            let sharingChanged = fleet != nil && existing.map { $0.settings.shared != definition.settings.shared } == true
+            let sharingChanged = clusterName != nil && existing.map { $0.settings.shared != definition.settings.shared } == true
             if let existing, !sharingChanged, existing.settings.shapesSamePages(as: definition.settings) {
                 logger.notice("feed \(name) reconfigured; its generation \(existing.generation), cursors and subscribers stay")
-                existing.reconfigure(definition)
+                existing.handle(.reload(definition))
                 continue
             }
-            let feed = Feed(definition: definition, store: store, encoder: encoder, logger: logger, clock: clock, jitter: jitter)
+            let shared = clusterName != nil && definition.settings.shared && definition.adapter.memberFeeds.isEmpty
+            let feed = Feed(definition: definition, store: store, encoder: encoder, logger: logger, clock: clock, jitter: jitter, shared: shared)
             feed.onHealthChange = { [weak self] in self?.onChange?() }
             feed.onNewGeneration = { [weak self] in self?.memberStartedGeneration(name) }
             feeds[name] = feed
-            if let fleet { feed.attach(to: fleet) }
+            if shared, let fleet { feed.handle(.fleet(.attached(fleet))) }
             if let existing {
                 let change = !sharingChanged ? "changed" : definition.settings.shared ? "is now shared with the fleet" : "is now served by this instance alone"
                 logger.with(LogFields(feed: name)).notice("feed \(name) \(change); its subscribers continue on a new generation")
-                feed.adoptSubscriptions(of: existing)
+                feed.adopt(existing.retire(), after: existing.generation, from: existing)
             } else {
                 logger.with(LogFields(feed: name)).info("feed \(name) (\(definition.settings.source)) ready")
             }
@@ -89,17 +97,16 @@ public final class FeedDirectory {
     }
 
     /// Refreshes feed `name` (SPEC §5): a feed that gathers others (`merge`) refreshes them too,
-    /// and starts its own new generation once. `completion` as for ``Feed/refresh(requester:replyTo:completion:)``.
-    public func refresh(
-        _ name: String, requester: Subscription? = nil, replyTo: JSONValue? = nil,
-        completion: @escaping (Result<Int, StoreError>) -> Void = { _ in }
+    /// and starts its own new generation once. `answer` as for ``Feed/refresh(requester:replyTo:answer:)``.
+    func refresh(
+        _ name: String, requester: ClientID? = nil, replyTo: ReplyTag? = nil, answer: @escaping (Result<Int, StoreError>) -> Void = { _ in }
     ) {
         guard let feed = feeds[name] else { return }
         for member in feed.memberFeeds where feeds[member] != nil {
             refreshingFor[member, default: []].insert(name)
             refresh(member) { [weak self] _ in self?.refreshingFor[member]?.remove(name) }
         }
-        feed.refresh(requester: requester, replyTo: replyTo, completion: completion)
+        feed.handle(.refresh(requester: requester, replyTo: replyTo, answer: answer))
     }
 
     /// A member's new generation starts one of every feed that gathers it, but for one that
@@ -117,22 +124,30 @@ public final class FeedDirectory {
             // Its members are what moved on: they are not refreshed again.
             for name in due.sorted() {
                 logger.notice("feed \(name) starts a new generation: a feed it gathers did")
-                feeds[name]?.refresh()
+                feeds[name]?.handle(.refresh(requester: nil, replyTo: nil, answer: { _ in }))
             }
         }
     }
 
     /// Makes every shared feed, and every one configured later, part of `fleet`: each joins its
-    /// generation, adopts the generations started anywhere in it, and gives up a consumer
-    /// claimed on another instance.
+    /// generation; the generations started anywhere in it, the pages published anywhere and the
+    /// consumers claimed on another instance reach the feeds they concern.
     public func attach(_ fleet: FleetLink) {
         self.fleet = fleet
-        for feed in feeds.values { feed.attach(to: fleet) }
+        for feed in feeds.values { feed.handle(.fleet(.attached(fleet))) }
         fleetWatches = [
-            Task { for await generation in fleet.generations() { self.feeds[generation.feed]?.adoptFleetGeneration(generation) } },
-            Task { for await claim in fleet.claimsElsewhere() { self.feeds[claim.feed]?.takeOver(claim.consumer) } },
+            Task { for await generation in fleet.generations() { self.feeds[generation.feed]?.handle(.fleet(.generationAnnounced(generation))) } },
+            Task { for await page in fleet.publications() { self.feeds[page.feed]?.handle(.pagesArrived(.fleet(page))) } },
+            Task { for await claim in fleet.claimsElsewhere() { self.feeds[claim.feed]?.handle(.fleet(.claimedElsewhere(consumer: claim.consumer))) } },
             Task { for await _ in fleet.connectionChanges() { self.onChange?() } },
         ]
+    }
+
+    /// Deletes `consumer`'s cursor of `feed`, also of a feed no longer configured; false if it had none.
+    func forget(_ consumer: String, of feed: String) async throws(StoreError) -> Bool {
+        if let running = feeds[feed] { return try await running.ledger.forget(consumer: consumer, in: store) }
+        guard let store else { return false }
+        return try await CursorLedger.forget(consumer: consumer, of: feed, in: store)
     }
 
     /// Ends every subscription and stops every feed (at shutdown).

@@ -1,0 +1,173 @@
+import FeedKit
+
+/// One adapter call chain, run off the main actor together with encoding its pages, so the main
+/// actor only files the outcome and neither parsing nor encoding holds up its replies.
+///
+/// A run asks for up to `maxPages` consecutive pages, one call at a time, each with the token
+/// the previous one returned, and only while pages come fast (no call starts more than
+/// ``runBudget`` after the first). Its first page, the one a subscriber may be waiting for, is
+/// handed over at once (see ``RunHandOver``); the others come with the run's end. So a fast
+/// source (a local file) costs two hops to the main actor per run, not one per page, and a page
+/// waits at most for calls that started within the budget.
+struct PageFetch: Sendable {
+    let adapter: any SourceAdapter
+    let encoder: any PageEncoder
+    let clock: any EngineClock
+    let feed: String
+    let generation: Int
+    let step: GenerationPaging.Step
+    /// How many pages the run may bring, its first included (see ``FetchPlanner/runLength(from:toward:cache:limits:paging:wanted:)``).
+    let maxPages: Int
+    let handOver: RunHandOver
+    /// Wakes the feed to take what ``handOver`` holds.
+    let wake: @Sendable () -> Void
+    /// The feed's `wrap`: after the source's last page it starts over, unless it is empty.
+    let wrap: Bool
+    /// The fleet of a shared feed that joined one: the page is fetched once for all of it.
+    let fleet: FleetLink?
+
+    /// How long a run keeps starting calls. Every call still gets the feed's whole `timeout`:
+    /// the run's deadline is its start plus this plus `timeout`.
+    static let runBudget = Duration.milliseconds(1)
+
+    /// How a run ended: the pages not handed over before, then why it stopped, if not after a
+    /// page.
+    struct Run: Sendable {
+        var pages: [FetchedPage] = []
+        var ending: Ending?
+        /// Calls this instance made to the adapter (none for a page taken from the fleet).
+        var adapterCalls = 0
+    }
+
+    /// Why a run stopped short of a page, and at which page.
+    enum Ending: Sendable {
+        /// A live source has nothing there yet.
+        case notYet(page: Int)
+        /// The source (or the store, keeping an unrepeatable page) failed.
+        case failure(SourceError, page: Int)
+        /// Another instance of the fleet fetches the page: its publication comes within `retryIn`,
+        /// or the lease is to be asked for again then.
+        case heldElsewhere(page: Int, retryIn: Duration)
+        /// The fleet cannot be reached: nothing was fetched.
+        case fleetUnreachable
+    }
+
+    /// For a shared feed: the page the fleet published, else fetched here under its lease and
+    /// published (see ``FleetLink/obtainPage(feed:generation:page:fetch:)``). A shared feed's run
+    /// is one page: each page has its own lease.
+    func run() async -> Run {
+        guard let fleet else { return await runFromSource() }
+        var run = Run()
+        let fetchedHere = Locked<Page?>(nil)
+        do {
+            let outcome = try await fleet.obtainPage(feed: feed, generation: generation, page: step.page) {
+                guard case .page(let page, let next) = try await askSource(step.request, page: step.page) else { return nil }
+                fetchedHere.withLock { $0 = page }
+                return page.published(next: next, sourcePage: step.request.page)
+            }
+            switch outcome {
+            case .page(let published, let here):
+                run.adapterCalls = here ? 1 : 0
+                // The page fetched here, unless another instance's was first: the fleet keeps one.
+                let own = fetchedHere.withLock { $0 }.flatMap { $0.line === published.line ? $0 : nil }
+                guard let page = own ?? Page(published, wrap: wrap) else {
+                    run.ending = .failure(.transient("the fleet's page \(step.page) of generation \(generation) is not a page line"), page: step.page)
+                    return run
+                }
+                run.pages = [FetchedPage(page: page, next: published.next, request: step.request)]
+            case .notYet:
+                run.adapterCalls = 1
+                run.ending = .notYet(page: step.page)
+            case .heldElsewhere(let retryIn):
+                run.ending = .heldElsewhere(page: step.page, retryIn: retryIn)
+            case .unreachable:
+                run.ending = .fleetUnreachable
+            }
+        } catch {
+            // What `obtainPage` throws is the adapter's failure, or the end of a wait (cancelled).
+            run.adapterCalls = error is CancellationError ? 0 : 1
+            run.ending = .failure(SourceError.from(error), page: step.page)
+        }
+        return run
+    }
+
+    private func runFromSource() async -> Run {
+        var run = Run()
+        let started = clock.now
+        var request = step.request
+        while true {
+            let number = step.page + run.adapterCalls
+            run.adapterCalls += 1
+            do {
+                switch try await askSource(request, page: number) {
+                case .notYet:
+                    run.ending = .notYet(page: number)
+                    return run
+                case .page(let page, let next):
+                    let fetched = FetchedPage(page: page, next: next, request: request)
+                    // Only `more` says for sure which request comes next (see GenerationPaging.record).
+                    guard case .more(let token) = next, run.adapterCalls < maxPages, !Task.isCancelled,
+                        clock.now - started < Self.runBudget
+                    else {
+                        run.pages.append(fetched)
+                        return run
+                    }
+                    handOver.put(fetched)
+                    if run.adapterCalls == 1 { wake() }
+                    request = PageRequest(page: request.page + 1, token: token, generation: generation, seed: request.seed)
+                }
+            } catch {
+                run.ending = .failure(SourceError.from(error), page: number)
+                return run
+            }
+        }
+    }
+
+    private enum Answer {
+        case page(Page, next: NextPage)
+        case notYet
+    }
+
+    private func askSource(_ request: PageRequest, page number: Int) async throws -> Answer {
+        switch try await adapter.fetch(request) {
+        case .notYet:
+            return .notYet
+        case .page(let items, let next):
+            let isLast = Page.isLast(next: next, wrap: wrap, isEmpty: items.isEmpty, sourcePage: request.page)
+            let page = Page(feed: feed, generation: generation, number: number, items: items, isLast: isLast, encoder: encoder)
+            return .page(page, next: next)
+        }
+    }
+}
+
+/// A page a run fetched (or the store or the fleet gave), with the request it answered and what
+/// it said of the next.
+struct FetchedPage: Sendable {
+    let page: Page
+    let next: NextPage
+    let request: PageRequest
+}
+
+/// The pages a run in flight has fetched that its feed has not taken yet.
+final class RunHandOver: Sendable {
+    private let pages = Locked([FetchedPage]())
+
+    func put(_ page: FetchedPage) {
+        pages.withLock { $0.append(page) }
+    }
+
+    /// Everything handed over so far, in order.
+    func takeAll() -> [FetchedPage] {
+        pages.withLock { pages in
+            defer { pages = [] }
+            return pages
+        }
+    }
+}
+
+extension SourceError {
+    /// What a fetch threw, as a source error (anything else reads as a transient failure).
+    static func from(_ error: any Error) -> SourceError {
+        error as? SourceError ?? .transient(String(describing: error))
+    }
+}

@@ -1,0 +1,126 @@
+import FeedKit
+import Testing
+
+@testable import FeedEngine
+@testable import FeedState
+
+/// ``CursorLedger`` and ``StoredPages`` over a store whose writes fail as a full disk fails them
+/// (issue 24): only what must be durable answers `store_failed`, pages that can be fetched again
+/// are served all the same, and a cursor is never refused as out of range.
+@MainActor
+@Suite(.timeLimit(.minutes(1))) struct DurabilityTests {
+    /// A world with a store, its consumer `dora` subscribed and `pages` pages read and acknowledged.
+    func world(read pages: Int) async -> (ScriptedWorld, Reader) {
+        let world = ScriptedWorld(store: MemoryState())
+        world.direct = true
+        world.apply()
+        let (_, dora) = world.subscribe(after: 0, consumer: "dora")
+        await world.settle()
+        if pages > 0 {
+            dora.next(pages)
+            await answer(world, pages: pages)
+            dora.acknowledge(pages)
+            await world.settle()
+        }
+        return (world, dora)
+    }
+
+    func answer(_ world: ScriptedWorld, pages: Int) async {
+        for _ in 0..<pages {
+            await world.settle()
+            world.script.answer(.page(items: 1, next: .more(token: nil)))
+        }
+        await world.settle()
+    }
+
+    func acknowledged(_ reader: Reader, _ page: Int, in world: ScriptedWorld) async -> Result<Int, ServiceError>? {
+        var outcome: Result<Int, ServiceError>?
+        reader.acknowledge(page) { outcome = $0 }
+        await world.settle()
+        return outcome
+    }
+
+    @Test func a_page_whose_record_cannot_be_stored_is_served_and_its_ack_answers_store_failed_not_out_of_range() async throws {
+        let (world, dora) = await world(read: 2)
+        let store = try #require(world.store)
+        #expect(store.cursor(feed: "scripted", consumer: "dora")?.cursor == 2)
+
+        store.faults.pages = true
+        dora.next()
+        await answer(world, pages: 1)
+        #expect(dora.log.pages.map(\.number) == [1, 2, 3], "page 3 needs nothing stored to be served")
+        let refused = await acknowledged(dora, 3, in: world)
+        guard case .failure(let error) = refused else {
+            Issue.record("the ack of page 3 was answered \(String(describing: refused))")
+            return
+        }
+        #expect(error.code == .storeFailed)
+        #expect(error.message.contains("the disk is full") && !error.message.contains("outside"), "\(error.message)")
+        #expect(store.cursor(feed: "scripted", consumer: "dora")?.cursor == 2, "nothing was acknowledged")
+
+        store.faults.pages = false
+        #expect(try await acknowledged(dora, 3, in: world)?.get() == 3)
+        #expect(store.cursor(feed: "scripted", consumer: "dora")?.cursor == 3)
+    }
+
+    @Test func a_cursor_that_cannot_be_stored_fails_the_next_that_needs_it_and_sends_no_page() async throws {
+        let (world, dora) = await world(read: 1)
+        dora.next()
+        await answer(world, pages: 1)
+        let store = try #require(world.store)
+        store.faults.cursors = true
+        dora.next()
+        await world.settle()
+        #expect(dora.log.failures.map(\.code) == [.storeFailed])
+        #expect(dora.log.pages.map(\.number) == [1, 2], "no page after a failed implicit ack")
+        store.faults.cursors = false
+        dora.next()
+        await answer(world, pages: 1)
+        #expect(dora.log.pages.map(\.number) == [1, 2, 3])
+        #expect(store.cursor(feed: "scripted", consumer: "dora")?.cursor == 2)
+    }
+
+    @Test func a_consumer_whose_start_cannot_be_stored_is_refused_with_its_waiting_nexts() async throws {
+        let world = ScriptedWorld(store: MemoryState())
+        let store = try #require(world.store)
+        store.faults = .all
+        let (log, dora) = world.subscribe(after: 0, consumer: "dora")
+        dora.next(2)
+        await world.settle()
+        #expect(log.failures.map(\.code) == [.storeFailed, .storeFailed], "the subscribe, then the next that waited on it")
+        #expect(world.feed.subscriberCount == 0)
+        #expect(world.script.calls.isEmpty)
+    }
+
+    @Test func a_refresh_that_cannot_be_stored_changes_nothing() async throws {
+        let (world, dora) = await world(read: 1)
+        let store = try #require(world.store)
+        store.faults.generations = true
+        var outcome: Result<FeedService.Refreshed, ServiceError>?
+        world.service.refresh("scripted") { outcome = $0 }
+        await world.settle()
+        guard case .failure(let error) = outcome else {
+            Issue.record("refreshed: \(String(describing: outcome))")
+            return
+        }
+        #expect(error.code == .storeFailed)
+        #expect(world.feed.generation == 1 && world.feed.cachedPages == 1)
+        #expect(!dora.log.events.contains { if case .refreshed = $0 { true } else { false } })
+    }
+
+    /// One write per consumer is in flight; the acks that come meanwhile are merged, the latest winning.
+    @Test func acks_made_while_a_cursor_write_is_in_flight_are_merged_into_the_next_one() async throws {
+        let (world, dora) = await world(read: 0)
+        dora.next(5)
+        await answer(world, pages: 5)
+        let store = try #require(world.store)
+        let before = store.committed.count
+        var answers: [Int] = []
+        for page in 1...5 { dora.acknowledge(page) { if case .success(let cursor) = $0 { answers.append(cursor) } } }
+        await world.settle()
+        #expect(answers.count == 5 && answers.last == 5)
+        let cursorWrites = store.committed.dropFirst(before).filter { $0.hasPrefix("setCursor") }
+        #expect(cursorWrites.count <= 2, "\(cursorWrites)")
+        #expect(store.cursor(feed: "scripted", consumer: "dora")?.cursor == 5)
+    }
+}
