@@ -16,10 +16,10 @@ let package = Package(
     ],
     targets: [
         // The adapter protocol and every type an adapter sees.
-        .target(name: "FeedKit", dependencies: ["CSpawn", "CCurl", "CJSONValidator"]),
-        // simdjson (Debian's libsimdjson-dev) behind a one-function C API: is this one JSON text?
-        // Lets adapters keep a JSON line's bytes instead of parsing it into a tree.
-        .target(name: "CJSONValidator", linkerSettings: [.linkedLibrary("simdjson")]),
+        .target(name: "FeedKit", dependencies: ["CSpawn", "CCurl", "CSimdJSON"]),
+        // simdjson (Debian's libsimdjson-dev) behind a small C API: a JSON text checked in full and
+        // indexed, so adapters keep the upstream's bytes for each value instead of building a tree.
+        .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
         // posix_spawn and pipe2 with the GNU extras Swift's Glibc module hides.
         .target(name: "CSpawn"),
 

@@ -36,18 +36,22 @@ public struct RandomUserSource: SourceAdapter {
         return .page(try Self.decode(try await http.getJSON(url), from: url), next: .more(token: nil))
     }
 
-    /// One response body's users, with ids from `login.uuid`. An `{"error": …}` body is an upstream error.
-    public static func decode(_ body: JSONValue, from url: URL) throws(SourceError) -> [Item] {
-        if let error = body["error"] {
+    /// One response body's users, each as the upstream wrote it, with ids from `login.uuid`. An
+    /// `{"error": …}` body is an upstream error.
+    public static func decode(_ body: JSONDocument, from url: URL) throws(SourceError) -> [Item] {
+        if let error = body.root["error"] {
             throw SourceError.transient("randomuser error from \(url.absoluteString): \(error.stringValue ?? error.jsonText)")
         }
-        guard let users = body["results"]?.arrayValue else {
+        guard let users = body.root["results"]?.elements else {
             throw SourceError.rejected("the body from \(url.absoluteString) has no \"results\" array")
         }
         return users.map { user in
-            user["login"]?["uuid"]?.stringValue.map { Item(id: $0, data: user) } ?? Item(hashing: user)
+            guard let uuid = user.value(at: uuidPath), uuid.kind == .string else { return Item(hashing: user) }
+            return Item(id: uuid, data: user)
         }
     }
+
+    private static let uuidPath = DotPath("login.uuid")!
 
     func pageURL(page: Int, seed: String) -> URL {
         var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)!

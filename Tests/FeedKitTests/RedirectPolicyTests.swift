@@ -21,7 +21,7 @@ import TestSupport
         upstream.setResource("/middle", .redirect(to: "\(upstream.baseURL)/new", status: 307))
         upstream.setResource("/new", .json(Self.page))
         let body = try await Self.http(.sameHost).getJSON(URL(string: "\(upstream.baseURL)/old")!)
-        #expect(body == Self.page)
+        #expect(body.root.value == Self.page)
         #expect(upstream.received.map(\.target) == ["/old", "/middle", "/new"])
     }
 
@@ -46,7 +46,7 @@ import TestSupport
         let elsewhere = try LoopbackUpstream()
         upstream.setResource("/old", .redirect(to: "\(elsewhere.baseURL)/new"))
         elsewhere.setResource("/new", .json(Self.page))
-        #expect(try await Self.http(.anyHost, token: "t0ken").getJSON(URL(string: "\(upstream.baseURL)/old")!) == Self.page)
+        #expect(try await Self.http(.anyHost, token: "t0ken").getJSON(URL(string: "\(upstream.baseURL)/old")!).root.value == Self.page)
         #expect(upstream.received.first?.headers["authorization"] == "Bearer t0ken")
         #expect(elsewhere.received.count == 1 && elsewhere.received.first?.headers["authorization"] == nil)
     }
@@ -68,7 +68,7 @@ import TestSupport
             try await Self.http(.anyHost).get(URL(string: "\(upstream.baseURL)/hop0")!)
         }
         upstream.setResource("/hop0", .redirect(to: "/hop1"))
-        #expect(try await Self.http(.sameHost).getJSON(URL(string: "\(upstream.baseURL)/hop1")!) == Self.page, "five are followed")
+        #expect(try await Self.http(.sameHost).getJSON(URL(string: "\(upstream.baseURL)/hop1")!).root.value == Self.page, "five are followed")
     }
 
     @Test func an_upgrade_to_https_on_the_same_host_counts_as_the_same_host() {

@@ -35,15 +35,16 @@ public struct HTTPSource: Sendable {
         try await send(url, extraHeaders: validators?.requestHeaders ?? [:], acceptNotModified: validators != nil)
     }
 
-    /// GETs `url` and parses its body as JSON; a body that does not parse is a rejection.
-    public func getJSON(_ url: URL) async throws(SourceError) -> JSONValue {
+    /// GETs `url` and reads its body as a JSON document; a body that is not JSON is a rejection.
+    public func getJSON(_ url: URL) async throws(SourceError) -> JSONDocument {
         try Self.json(in: try await get(url), from: url)
     }
 
-    /// A response's body as JSON; a body that does not parse is a rejection naming `url`.
-    public static func json(in response: HTTPResponse, from url: URL) throws(SourceError) -> JSONValue {
+    /// A response's body as a JSON document; a body that is not JSON (or nests too deeply, or
+    /// repeats a member name) is a rejection naming `url`.
+    public static func json(in response: HTTPResponse, from url: URL) throws(SourceError) -> JSONDocument {
         do {
-            return try JSONValue(parsing: response.body)
+            return try JSONDocument(parsing: response.body)
         } catch {
             throw SourceError.rejected("the body from \(url.absoluteString) is not valid JSON (\(error.description))")
         }
