@@ -13,7 +13,8 @@ import Foundation
 public struct RandomUserSource: SourceAdapter {
     public static let sourceName = "randomuser"
 
-    let baseURL: URL
+    /// The page URL up to the page number: the base URL, its own query and `results`.
+    let pagePrefix: String
     let results: Int
     let fixedSeed: String?
     let http: HTTPSource
@@ -23,8 +24,9 @@ public struct RandomUserSource: SourceAdapter {
         guard let parsed = URL(string: url), let scheme = parsed.scheme, ["http", "https"].contains(scheme), parsed.host != nil else {
             throw options.invalid("url", "\"\(url)\" is not an http(s) URL")
         }
-        baseURL = parsed
         results = try options.integer("results", in: 1...5_000) ?? 20
+        let withoutFragment = parsed.absoluteString.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        pagePrefix = withoutFragment + (parsed.query == nil ? "?" : "&") + "results=\(results)&page="
         fixedSeed = try options.string("seed")
         http = try context.http(options)
     }
@@ -53,13 +55,16 @@ public struct RandomUserSource: SourceAdapter {
 
     private static let uuidPath = DotPath("login.uuid")!
 
+    /// Built as text from a prefix made once, rather than by URLComponents, which parses and
+    /// writes the whole URL again for every page.
     func pageURL(page: Int, seed: String) -> URL {
-        var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)!
-        var query = components.queryItems ?? []
-        query.append(URLQueryItem(name: "results", value: String(results)))
-        query.append(URLQueryItem(name: "page", value: String(page)))
-        query.append(URLQueryItem(name: "seed", value: seed))
-        components.queryItems = query
-        return components.url!
+        URL(string: pagePrefix + String(page) + "&seed=" + Self.percentEncoded(seed))!
     }
+
+    /// `text` with every byte but RFC 3986's unreserved characters percent-encoded.
+    static func percentEncoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

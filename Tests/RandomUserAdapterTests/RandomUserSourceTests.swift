@@ -33,6 +33,13 @@ import TestSupport
         #expect(items.map(\.dataText) == [user])
     }
 
+    @Test func the_url_keeps_its_own_query_and_the_seed_arrives_as_given() async throws {
+        let upstream = try LoopbackUpstream()
+        _ = try await adapter(upstream, path: "/api/?nat=ch", seed: "a b&c=d/é").fetch(PageRequest(page: 7, token: nil, generation: 1, seed: "x"))
+        let query = try #require(upstream.received.first?.query)
+        #expect(query == ["nat": "ch", "results": "4", "page": "7", "seed": "a b&c=d/é"])
+    }
+
     @Test func options_are_validated() {
         #expect(throws: OptionError.self) {
             try RandomUserSource(options: AdapterOptions(feed: "u", values: ["url": "ftp://x"]), context: AdapterConformance.context())
