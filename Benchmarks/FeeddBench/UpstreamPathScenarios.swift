@@ -220,20 +220,6 @@ enum RandomUserPages {
     }
 }
 
-/// An S3-feed page of many tiny items: `{"items":[{"id":"1000001"},…],"hasMorePages":…}`.
-enum WidePage {
-    static func body(page: Int, items: Int, last: Bool) -> [UInt8] {
-        var bytes = Array(#"{"items":["#.utf8)
-        bytes.reserveCapacity(items * 17 + 64)
-        for index in 0..<items {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes += Array(#"{"id":"\#(page * 1_000_000 + index)"}"#.utf8)
-        }
-        bytes += Array(#"],"hasMorePages":\#(!last)}"#.utf8)
-        return bytes
-    }
-}
-
 /// An HTTP/1.1 server on 127.0.0.1 that keeps connections open, as an API behind a load balancer
 /// does, so both sides of the comparison reuse theirs. `route` maps a request target to a body
 /// (nil: 404).
