@@ -40,7 +40,7 @@ import Testing
     @Test(arguments: [
         ("", "holds no value"), ("   ", "holds no value"), ("{", "missing"), (#"{"a" 1}"#, "missing"), ("[1,]", "out of place"),
         ("[1 2]", "out of place"), (#"{"a":1,"a":2}"#, "two members of the same name"), (#"{"a":1,"\u0061":2}"#, "two members of the same name"),
-        ("[tru]", "not a string"), ("[nul]", "not a string"), ("[01]", "number"), ("[1.]", "number"), ("[-]", "number"), ("[1e4x]", "number"),
+        ("[tru]", "not a string"), ("[nul]", "not a string"), ("falseU", "not a string"), ("nullx", ""), ("[truex]", ""), ("[nulll]", ""), ("[01]", "number"), ("[1.]", "number"), ("[-]", "number"), ("[1e4x]", "number"),
         (#"["\ud800"]"#, "escape"), (#"["\x"]"#, "escape"), ("[\"a\u{01}\"]", "control character"), (#"["abc"#, "not closed"),
         ("[1] 2", "out of place"), (#"{"a":1}}"#, "more follows"),
         // On-Demand alone took this one (found by fuzzing) for an array of two values.
@@ -81,6 +81,7 @@ import Testing
     @Test func scalars_at_the_root_are_read() throws {
         #expect(try Self.document(" \"x\" ").root.stringValue == "x")
         #expect(try Self.document("true").root.boolValue == true)
+        #expect(try Self.document("false\r\r\r").root.boolValue == false)
         #expect(try Self.document("null").root.isNull)
         #expect(try Self.document("1e400").root.numberText == "1e400")
         #expect(try Self.document("[]").root.count == 0)

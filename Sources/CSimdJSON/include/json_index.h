@@ -62,7 +62,11 @@ typedef struct {
 /// to be freed with feedd_json_free; NULL with `*failure` filled in when the text is refused.
 feedd_json_entry *feedd_json_index(const uint8_t *bytes, size_t length, size_t max_depth, size_t *count, feedd_json_failure *failure);
 
-/// Frees what feedd_json_index returned.
+/// The same index, always made the way feedd_json_index makes it for a text the DOM parser
+/// refuses (On-Demand): for checking one way against the other (the json-document fuzz target).
+feedd_json_entry *feedd_json_index_on_demand(const uint8_t *bytes, size_t length, size_t max_depth, size_t *count, feedd_json_failure *failure);
+
+/// Frees what feedd_json_index or feedd_json_index_on_demand returned.
 void feedd_json_free(feedd_json_entry *entries);
 
 /// 1 when `bytes[0..<length]` is one JSON text as feedd_json_index accepts it, else 0; `bytes`
