@@ -208,9 +208,7 @@ private final class Transfer {
             status = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
             return true
         }
-        guard let colon = line.firstIndex(of: ":") else { return true }
-        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let (name, value) = HeaderField.split(bytes) else { return true }
         headers[name] = headers[name].map { "\($0), \(value)" } ?? value
         if name == "location", Self.followedStatuses.contains(status), request.http.redirects != .never {
             return allowsRedirect(to: value)
