@@ -61,9 +61,19 @@ public struct RandomUserSource: SourceAdapter {
         URL(string: pagePrefix + String(page) + "&seed=" + Self.percentEncoded(seed))!
     }
 
-    /// `text` with every byte but RFC 3986's unreserved characters percent-encoded.
+    /// `text` with every byte but RFC 3986's unreserved characters percent-encoded (most seeds
+    /// have none to encode).
     static func percentEncoded(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+        guard !text.utf8.allSatisfy(isUnreserved) else { return text }
+        return text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"): true
+        default: false
+        }
     }
 
     private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
