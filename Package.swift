@@ -72,6 +72,8 @@ let package = Package(
         .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedState", "FeedKit", "FeedClient", "CEventLoop"]),
         // epoll, eventfd and libdispatch's main-queue hooks, for the event loop.
         .systemLibrary(name: "CEventLoop"),
+        // glibc's mallopt, so that large blocks go back to the system when freed (Daemon).
+        .systemLibrary(name: "CMalloc"),
         // sd_notify, the watchdog, socket activation and journald-style logging.
         .target(name: "SystemdSupport", dependencies: ["CSystemd", "FeedKit"]),
         // A small blocking client for the socket, used by feedctl and the tests.
@@ -80,7 +82,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "FeedKit", "FeedEngine", "FeedState", "FeedServer", "SystemdSupport", "FeedFleet",
+                "FeedKit", "FeedEngine", "FeedState", "FeedServer", "SystemdSupport", "FeedFleet", "CMalloc",
                 "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter", "HTTPAdapter", "RSSAdapter",
                 "MergeAdapter",
             ]),
