@@ -1,9 +1,9 @@
 // Fuzz target: any bytes read as a JSONDocument, checked against Foundation's parser.
-// Invariants: reading never crashes; the fast walk (DOM) and the complete one (On-Demand) agree
-// on every text; every value's bytes are one JSON text on one line that reads back as the same
-// value; what is accepted, Foundation accepts too and reads as the same tree (but for numbers
-// beyond a double's range, which only feedd keeps, and numbers Foundation types as integers
-// where feedd reads a double).
+// Invariants: reading never crashes; the fast walk (DOM), the complete one (On-Demand) and the
+// check without an index agree on every text; every value's bytes are one JSON text on one line
+// that reads back as the same value; what is accepted, Foundation accepts too and reads as the
+// same tree (but for numbers beyond a double's range, which only feedd keeps, and numbers
+// Foundation types as integers where feedd reads a double).
 import CSimdJSON
 import Foundation
 
@@ -48,6 +48,8 @@ private func checkWalksAgree(_ bytes: UnsafeBufferPointer<UInt8>) {
             feedd_json_free(complete)
         }
         precondition((fast == nil) == (complete == nil), "one walk accepts what the other refuses")
+        let checked = feedd_json_is_valid(text.baseAddress, bytes.count, JSONDocument.maximumDepth) == 1
+        precondition(checked == (fast != nil), "the check without an index disagrees with the walks")
         guard let fast, let complete else { return }
         precondition(fastCount == completeCount && memcmp(fast, complete, fastCount * MemoryLayout<feedd_json_entry>.stride) == 0,
             "the walks index the text differently")

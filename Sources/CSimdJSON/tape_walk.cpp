@@ -11,6 +11,7 @@
 // walk, and this walk looks for repeated names itself.
 #include "json_walk.h"
 
+#include <array>
 #include <cstring>
 
 using namespace simdjson;
@@ -156,12 +157,63 @@ private:
     }
 };
 
+// What a tape word's type means to a check: how many words it takes, how it moves the depth.
+struct Step {
+    uint8_t words;
+    int8_t depth;
+};
+
+constexpr std::array<Step, 256> steps = [] {
+    std::array<Step, 256> table{};
+    for (size_t type = 0; type < table.size(); type++) table[type] = Step{uint8_t(type == 'l' || type == 'u' || type == 'd' ? 2 : 1), 0};
+    table['{'].depth = table['['].depth = 1;
+    table['}'].depth = table[']'].depth = -1;
+    return table;
+}();
+
+// A check of the tape alone, for a text that needs no index: whether it nests deeper than
+// `max_depth`, or an object of two members or more names one twice (its names are found by
+// stepping from member to member over the values between). Branch-free but for objects: a
+// one-line text is mostly a handful of words of unpredictable types.
+Outcome check_tape(const dom::parser &parser, size_t max_depth) {
+    const uint64_t *tape = parser.doc.tape.get();
+    const uint8_t *strings = parser.doc.string_buf.get();
+    size_t end = size_t(tape[0] & payload_mask) - 1;
+    auto name = [strings](uint64_t word) {
+        uint32_t size;
+        std::memcpy(&size, strings + (word & payload_mask), sizeof size);
+        return std::string_view(reinterpret_cast<const char *>(strings + (word & payload_mask) + sizeof size), size);
+    };
+    long depth = 0;
+    long deepest = 0;
+    for (size_t at = 1; at < end;) {
+        uint64_t word = tape[at];
+        Step step = steps[word >> 56];
+        depth += step.depth;
+        deepest = depth > deepest ? depth : deepest;
+        if ((word >> 56) == '{' && ((word >> 32) & 0xFFFFFF) >= 2) {
+            Names names;
+            std::unique_ptr<std::unordered_set<std::string_view>> seen;
+            size_t close = size_t(word & 0xFFFFFFFF) - 1;
+            for (size_t member = at + 1; member < close;) {
+                if (names.repeated(name(tape[member]), 0, seen)) return Outcome{TAPE_ERROR, "an object has two members of the same name", nullptr};
+                uint64_t value = tape[member + 1];
+                bool container = (value >> 56) == '{' || (value >> 56) == '[';
+                member = container ? size_t(value & 0xFFFFFFFF) : member + 1 + steps[value >> 56].words;
+            }
+        }
+        at += step.words;
+    }
+    return size_t(deepest) > max_depth ? Outcome{DEPTH_ERROR, nullptr, nullptr} : Outcome{};
+}
+
 }  // namespace
 
 Outcome walk_tape(dom::parser &parser, const uint8_t *text, size_t length, size_t max_depth, Index *index) {
     dom::element root;
     if (auto error = parser.parse(text, length, false).get(root)) return Outcome{error, nullptr, nullptr};
-    if (index) index->reserve(length / 8 + 4);
+    if (!index) return check_tape(parser, max_depth);
+    index->reserve(length / 8 + 4);
     return TapeWalk(parser, text, length, max_depth, index).run();
 }
 

@@ -1,4 +1,5 @@
 import CSimdJSON
+import Glibc
 
 /// One JSON text kept as its own bytes, checked once: an adapter whose source already speaks
 /// JSON (a line of a file, a value in an upstream body) hands it on without parsing it into a
@@ -18,8 +19,11 @@ public struct RawJSON: Sendable, Hashable {
     /// line break; nil otherwise.
     public init?(validating bytes: some Collection<UInt8>) {
         let bytes = Array(bytes)
-        guard !bytes.contains(UInt8(ascii: "\n")), !bytes.contains(UInt8(ascii: "\r")) else { return nil }
-        let valid = bytes.withUnsafeBufferPointer { feedd_json_is_valid($0.baseAddress, $0.count, JSONDocument.maximumDepth) == 1 }
+        let valid = bytes.withUnsafeBufferPointer { text in
+            guard let start = text.baseAddress else { return false }
+            return memchr(start, 0x0A, text.count) == nil && memchr(start, 0x0D, text.count) == nil
+                && feedd_json_is_valid(start, text.count, JSONDocument.maximumDepth) == 1
+        }
         guard valid else { return nil }
         self.bytes = bytes[...]
     }

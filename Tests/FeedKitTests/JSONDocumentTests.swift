@@ -88,6 +88,14 @@ import Testing
         #expect(Self.raw(try Self.document(" { } ").root) == "{ }")
     }
 
+    @Test func a_text_checked_without_an_index_is_held_to_the_same_rules() {
+        #expect(RawJSON(validating: Array(#"{"n":123456789012345678901234567890,"x":1e400}"#.utf8)) != nil)
+        #expect(RawJSON(validating: Array(#"{"a":{"b":1,"c":[{"d":1,"d":2}]}}"#.utf8)) == nil, "a repeated name, however deep")
+        #expect(RawJSON(validating: Array((String(repeating: "[", count: 513) + String(repeating: "]", count: 513)).utf8)) == nil)
+        #expect(RawJSON(validating: Array((String(repeating: "[", count: 512) + String(repeating: "]", count: 512)).utf8)) != nil)
+        #expect(RawJSON(validating: Array("[1,\r\n2]".utf8)) == nil, "a line break")
+    }
+
     @Test func the_tree_holds_the_same_values() throws {
         let text = #"{"a":true,"b":1,"c":1.5,"d":"x\n","e":null,"f":[1,false,{}],"g":-7}"#
         #expect(try Self.document(text).root.value == (try JSONValue(parsing: text)))
