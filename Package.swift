@@ -2,7 +2,7 @@
 import PackageDescription
 
 // The layout shows the architecture (SPEC §7):
-//   FeedKit  ←  Plugins/*  ←  FeedEngine  ←  FeedServer, SystemdSupport  ←  Daemon  ←  feedd
+//   FeedKit  ←  Plugins/*  ←  FeedEngine  ←  FeedServer, FeedHTTP, SystemdSupport  ←  Daemon  ←  feedd
 // and FeedClient ← feedctl, TestSupport. Adapters import FeedKit and nothing else (but a C library
 // of their own: rss reads XML with libxml2).
 let package = Package(
@@ -20,7 +20,7 @@ let package = Package(
         // simdjson (Debian's libsimdjson-dev) behind a small C API: a JSON text checked in full and
         // indexed, so adapters keep the upstream's bytes for each value instead of building a tree.
         .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
-        // posix_spawn and pipe2 with the GNU extras Swift's Glibc module hides.
+        // The keeper each plugin process group runs under: a fork that only C can make safely.
         .target(name: "CSpawn"),
 
         // Source adapters: one module each, importing FeedKit only.
@@ -57,7 +57,12 @@ let package = Package(
             cxxSettings: [.define("TOML_HEADER_ONLY", to: "1"), .define("TOML_EXCEPTIONS", to: "0"), .define("NDEBUG")]),
 
         // A fleet's shared leases, generations, cursors and pages in NATS JetStream (SPEC §8).
-        .target(name: "FeedCluster", dependencies: ["FeedKit", "CNATS"]),
+        .target(name: "FeedCluster", dependencies: ["FeedKit", "CNATS", "CSodium"]),
+        // libsodium: the fleet key's MACs (HMAC-SHA-512-256), the Ed25519 behind NKey seeds, and the
+        // HTTP front's constant-time comparison of bearer tokens.
+        .systemLibrary(
+            name: "CSodium", pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]),
         // Durable state: generations, pages, consumer cursors, in SQLite (WAL) with one writer thread.
         .target(name: "FeedState", dependencies: ["FeedKit", "CSQLite"]),
         .systemLibrary(
@@ -67,30 +72,42 @@ let package = Package(
         // Feeds, prefetch, shared fetches, cursors, configuration.
         .target(name: "FeedEngine", dependencies: ["FeedKit", "FeedState", "CTOMLShim"]),
         // The engine's FleetLink on FeedCluster's JetStream store: shared generations, pages, cursors.
-        .target(name: "FeedFleet", dependencies: ["FeedEngine", "FeedCluster", "FeedKit"]),
+        .target(name: "FeedFleet", dependencies: ["FeedEngine", "FeedCluster", "FeedKit", "CPageLine"]),
+        // simdjson behind one function: is this the page line of that page? (see PublishedPageCheck)
+        .target(name: "CPageLine", linkerSettings: [.linkedLibrary("simdjson")]),
         // The Unix socket, connections, the line protocol and flow control.
         .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedState", "FeedKit", "FeedClient", "CEventLoop"]),
         // epoll, eventfd and libdispatch's main-queue hooks, for the event loop.
         .systemLibrary(name: "CEventLoop"),
         // glibc's mallopt, so that large blocks go back to the system when freed (Daemon).
         .systemLibrary(name: "CMalloc"),
+        // The HTTP front (SPEC §11): JSON pages, Server-Sent Events and the infinite-scroll page,
+        // served by libmicrohttpd from the daemon's own event loop.
+        .target(name: "FeedHTTP", dependencies: ["FeedEngine", "FeedServer", "FeedKit", "CMicroHTTPD", "CSodium"]),
+        // libmicrohttpd, its TLS through GnuTLS (libsodium, above, compares bearer tokens in constant time).
+        .systemLibrary(
+            name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
         // sd_notify, the watchdog, socket activation and journald-style logging.
         .target(name: "SystemdSupport", dependencies: ["CSystemd", "FeedKit"]),
         // A small blocking client for the socket, used by feedctl and the tests.
         .target(name: "FeedClient", dependencies: ["FeedKit"]),
+        // The checks every adapter must pass: its tests run them, and `feedd plugin check` on exec plugins.
+        .target(name: "ConformanceKit", dependencies: ["FeedKit"]),
         // The daemon's wiring: command line, config lookup, adapters, signals.
         .target(
             name: "Daemon",
             dependencies: [
-                "FeedKit", "FeedEngine", "FeedState", "FeedServer", "SystemdSupport", "FeedFleet", "CMalloc",
+                "FeedKit", "FeedEngine", "FeedState", "FeedServer", "FeedHTTP", "SystemdSupport", "FeedFleet", "CMalloc",
                 "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter", "HTTPAdapter", "RSSAdapter",
-                "MergeAdapter",
+                "MergeAdapter", "ConformanceKit",
             ]),
 
         .executableTarget(name: "feedd", dependencies: ["Daemon"]),
         .executableTarget(name: "feedctl", dependencies: ["FeedClient", "FeedKit"]),
 
-        .target(name: "TestSupport", dependencies: ["FeedClient", "FeedKit"], path: "Tests/TestSupport"),
+        // FeedCluster: tests mint NATS JWTs with its NKeys.
+        .target(name: "TestSupport", dependencies: ["FeedClient", "FeedKit", "ConformanceKit", "FeedCluster"], path: "Tests/TestSupport"),
         // The benchmark: the real daemon against a loopback upstream (swift run -c release feedd-bench).
         // It depends on feedd only so that building it builds the daemon it measures.
         .executableTarget(name: "FeeddBench", dependencies: ["TestSupport", "FeedClient", "FeedKit", "FeedCluster", "feedd"], path: "Benchmarks/FeeddBench"),
@@ -108,6 +125,7 @@ let package = Package(
         // Writes to a state store until killed; FeedStateTests kill it with SIGKILL mid-commit.
         .executableTarget(name: "feedd-state-torture", dependencies: ["FeedState", "FeedKit"], path: "Tests/StateTorture"),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
+        .testTarget(name: "FeedHTTPTests", dependencies: ["FeedHTTP", "FeedEngine", "FeedKit"]),
         .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport", "FeedKit"]),
         // FeedCluster: FleetTests read the pages feedd publishes as any NATS client would.
         .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit", "FeedCluster"]),

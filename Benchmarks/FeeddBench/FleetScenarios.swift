@@ -243,7 +243,7 @@ enum FleetScenarios {
         let bucket = "feedd-\(clusterName)-leases"
         var fetchers: [Int: Int] = [:]
         for page in pages {
-            guard let lease = try await client.lastMessage(stream: "KV_\(bucket)", subject: "$KV.\(bucket).users.\(generation).\(page)"),
+            guard let lease = try await client.lastMessage(stream: "KV_\(bucket)", subject: "$KV.\(bucket).users.\(generation).\(page)", from: .leader),
                 let holder = try JSONValue(parsing: lease.payload)["holder"]?.stringValue,
                 let pid = holder.split(separator: "-").last.flatMap({ Int32($0) }), let instance = pids.firstIndex(of: pid)
             else { continue }

@@ -43,8 +43,15 @@ enum Scenarios {
         let client = try world.daemon.connect()
         try client.send("next users")
         _ = try client.read(until: "page")
-        var latencies: [Double] = []
         let cpuBefore = try world.daemon.cpuSeconds()
+        let latencies = try timedNexts(client, samples: samples, pause: pause)
+        let cpuPerPage = (try world.daemon.cpuSeconds() - cpuBefore) * 1000 / Double(samples)
+        return (quantile(latencies, 0.5), quantile(latencies, 0.99), cpuPerPage)
+    }
+
+    /// `samples` times, after `pause`: the ms from sending `next users` to having the page line.
+    static func timedNexts(_ client: TestClient, samples: Int, pause: Duration) throws -> [Double] {
+        var latencies: [Double] = []
         for _ in 0..<samples {
             Thread.sleep(forTimeInterval: pause.seconds)
             let started = ContinuousClock.now
@@ -55,8 +62,7 @@ enum Scenarios {
             }
             latencies.append((ContinuousClock.now - started).milliseconds)
         }
-        let cpuPerPage = (try world.daemon.cpuSeconds() - cpuBefore) * 1000 / Double(samples)
-        return (quantile(latencies, 0.5), quantile(latencies, 0.99), cpuPerPage)
+        return latencies
     }
 
     struct FanOut {

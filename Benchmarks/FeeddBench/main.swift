@@ -5,7 +5,7 @@ import TestSupport
 
 // feedd-bench: starts the real daemon (the release build beside this binary) against a loopback
 // upstream and prints each figure's median and spread over several runs.
-//   swift run -c release feedd-bench [RUNS] [latency] [fanout] [idle] [sharing] [engine] [acks] [fleet]
+//   swift run -c release feedd-bench [RUNS] [latency] [fanout] [idle] [sharing] [engine] [acks] [http] [fleet] [feeds]
 
 // The package builds feedd with the benchmark (it is a dependency). A benchmark binary without
 // one beside it would otherwise measure whatever feedd lay elsewhere (a debug build, an old
@@ -104,6 +104,8 @@ for run in 1...runs {
         record("100 clients, 20 pages: upstream requests per distinct page", "", sharing.perDistinctPage)
         record("100 clients, 20 pages: upstream requests per page delivered", "", sharing.perDelivery)
     }
+    if wanted("http") { try HTTPScenarios.run(subscribers: subscribers) }
+    if wanted("feeds") { try FeedScenarios.run(record: record) }
     if wanted("fleet") {
         let fleet = try await FleetScenarios.fleet()
         record("fleet of 3, 300 clients each: upstream requests per page", "", fleet.requestsPerPage)

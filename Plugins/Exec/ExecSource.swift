@@ -16,8 +16,9 @@ import Foundation
 /// ```
 ///
 /// A program that exits, hangs past `timeout` or writes a line that is not a valid response is
-/// killed and started again on the next try, with the feed's backoff; the feed carries on at the
-/// page it was on. Its stderr goes to the daemon's log, tagged with the feed.
+/// ended with its whole process group and started again on the next try, with the feed's
+/// backoff; the feed carries on at the page it was on. Its stderr goes to the daemon's log,
+/// tagged with the feed.
 ///
 /// A program whose pages are not the same when asked for again (it reads a queue, a live API, a
 /// clock) answers `configure` with `"reproduces_pages": false`, and the daemon keeps its pages.
@@ -26,6 +27,13 @@ import Foundation
 /// (default 20); every option is passed to the program in `configure`.
 public struct ExecSource: SourceAdapter {
     public static let sourceName = "exec"
+    public static let configKeys = [
+        ConfigKey(
+            "command", .stringArray, .required(example: #"["/usr/lib/feedd/plugins/json-dir"]"#),
+            "the program and its arguments; a bare name is looked up in /usr/local/bin:/usr/bin:/bin"),
+        ConfigKey("page_size", .integer, .value("20"), "items per page, sent with every fetch"),
+        ConfigKey.otherKeys("passed to the program in configure, which judges them"),
+    ]
 
     let pageSize: Int
     let host: PluginHost

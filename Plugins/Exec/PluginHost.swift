@@ -3,8 +3,10 @@ import Foundation
 import Glibc
 
 /// Owns one plugin program: starts and configures it when needed, exchanges request and
-/// response lines, and kills it when it exits, hangs or misbehaves, so the next call starts a
-/// fresh one. A plugin's failure is always a ``SourceError``, never the daemon's.
+/// response lines, and ends it when it exits, hangs or misbehaves, so the next call starts a
+/// fresh one. Ending it ends its whole process group (``Subprocess/terminate(grace:)``), before
+/// anything else happens: a restarted plugin never runs beside what is left of the one before.
+/// A plugin's failure is always a ``SourceError``, never the daemon's.
 actor PluginHost {
     private let executable: String
     private let arguments: [String]
@@ -14,6 +16,8 @@ actor PluginHost {
     private let logger: Logger
     private var process: Subprocess?
     private var starts = 0
+    /// Set by ``stop()``: a start still under way when it came ends what it started.
+    private var stopped = false
     /// What the program declared in its answer to `configure` (`"reproduces_pages"`); true until
     /// it has answered, and for a program that does not say.
     let reproducesPages = Locked(true)
@@ -45,7 +49,7 @@ actor PluginHost {
     /// Starts the program and configures it, then stops it: for `check-config`.
     func verifyConfiguration() async throws(SourceError) {
         _ = try await running()
-        await stop()
+        await endProcess()
     }
 
     /// Kills the program after a response that was JSON but not a valid answer; returns the error to throw.
@@ -54,18 +58,18 @@ actor PluginHost {
         return SourceError.transient("plugin \(executable) \(reason); restarting it")
     }
 
-    /// Ends the program: stdin closed, SIGTERM, and SIGKILL if it lingers.
+    /// Ends the program and its group: stdin closed, SIGTERM, and SIGKILL if it lingers.
+    /// No program is started again after this (a start under way is ended as it finishes).
     func stop() async {
+        stopped = true
+        await endProcess()
+    }
+
+    /// Ends the running program, if any; the next request starts it again.
+    private func endProcess() async {
         guard let process else { return }
         self.process = nil
-        process.kill(SIGTERM)
-        let reaped = Task { await process.waitForExit() }
-        let killer = Task {
-            try await Task.sleep(for: .seconds(2))
-            process.kill(SIGKILL)
-        }
-        _ = await reaped.value
-        killer.cancel()
+        _ = await process.terminate()
     }
 
     private func running() async throws(SourceError) -> Subprocess {
@@ -73,10 +77,14 @@ actor PluginHost {
         starts += 1
         let feed = feed
         let logger = logger
-        let process = try Subprocess(
+        let process = try await Subprocess.start(
             executable: executable, arguments: arguments,
             environment: ["PATH": Self.searchPath, "LANG": "C.UTF-8", "FEEDD_FEED": feed],
             onErrorLine: { line in logger.info("plugin stderr: \(line)") })
+        guard !stopped else {
+            _ = await process.terminate()
+            throw SourceError.transient("plugin \(executable) was stopped while it started")
+        }
         logger.info("started plugin \(executable) (pid \(process.pid))\(starts > 1 ? ", start \(starts)" : "")")
         self.process = process
         let answer = try await exchange(["op": "configure", "feed": .string(feed), "options": .object(options)], with: process).root.value
@@ -112,9 +120,9 @@ actor PluginHost {
         case .tooLong:
             throw await discard(because: "wrote a line longer than \(Subprocess.maxLineBytes) bytes")
         case .closed:
-            let status = await exitDescription(process)
             self.process = nil
-            throw SourceError.transient("plugin \(executable) \(status); restarting it")
+            let status = await process.terminate()
+            throw SourceError.transient("plugin \(executable) \(Subprocess.describe(status)); restarting it")
         case .timedOut:
             throw await discard(because: "did not answer within \(timeout.wholeMilliseconds) ms")
         }
@@ -123,16 +131,8 @@ actor PluginHost {
     private func kill(reason: String) async {
         guard let process else { return }
         self.process = nil
-        logger.warning("killing plugin \(executable) (pid \(process.pid)): it \(reason)")
-        process.kill(SIGKILL)
-        _ = await process.waitForExit()
-    }
-
-    private func exitDescription(_ process: Subprocess) async -> String {
-        let status = await process.waitForExit()
-        // The wait status, decoded as WIFEXITED/WEXITSTATUS and WTERMSIG would.
-        if status & 0x7f == 0 { return "exited with status \((status >> 8) & 0xff)" }
-        return "was killed by signal \(status & 0x7f)"
+        logger.warning("stopping plugin \(executable) (pid \(process.pid)): it \(reason)")
+        _ = await process.terminate()
     }
 }
 

@@ -11,6 +11,11 @@ import Foundation
 /// Options: `path` (required), `page_size` (default 20), `follow` (default false).
 public struct FileSource: SourceAdapter {
     public static let sourceName = "file"
+    public static let configKeys = [
+        ConfigKey("path", .path(.file), .required(example: "\"/var/lib/feedd/notes.ndjson\""), "absolute path of the file, one item a line"),
+        ConfigKey("page_size", .integer, .value("20"), "lines per page"),
+        ConfigKey("follow", .boolean, .value("false"), "publish lines appended later as new pages, like tail -f"),
+    ]
 
     let path: String
     let pageSize: Int

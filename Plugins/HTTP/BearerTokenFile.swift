@@ -18,13 +18,16 @@ enum BearerTokenFile {
     /// More than a token plausibly needs; a larger file is someone's mistake.
     static let maximumBytes = 16_384
 
-    /// The file's content without surrounding whitespace: one line of visible characters.
+    /// The file's content without surrounding whitespace: one line of visible characters. The
+    /// file must be a regular one that other users can neither read nor write.
     static func read(_ path: String, options: AdapterOptions) throws(OptionError) -> String {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO would otherwise wait for a writer, and the config load with it.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else {
             throw options.invalid("bearer_token_file", "cannot read \(path): \(String(cString: strerror(errno)))")
         }
         let file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        try checkKind(of: descriptor, path, options: options)
         let bytes: Data
         do {
             bytes = try file.read(upToCount: maximumBytes + 1) ?? Data()
@@ -41,5 +44,27 @@ enum BearerTokenFile {
         }
         latest.withLock { $0[path] = token }
         return token
+    }
+
+    /// Judged on the open descriptor, so that what is checked is what is read.
+    private static func checkKind(of descriptor: Int32, _ path: String, options: AdapterOptions) throws(OptionError) {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw options.invalid("bearer_token_file", "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        let kind = status.st_mode & S_IFMT
+        guard kind == S_IFREG else {
+            let what = [S_IFDIR: "a directory", S_IFIFO: "a FIFO", S_IFSOCK: "a socket", S_IFCHR: "a device", S_IFBLK: "a device"][kind] ?? "not a file"
+            throw options.invalid(
+                "bearer_token_file", "\(path) is \(what), not a regular file: a secret is kept in a file that holds it, and only it")
+        }
+        let permissions = status.st_mode & 0o777
+        guard permissions & 0o006 == 0 else {
+            let mode = String(permissions, radix: 8)
+            throw options.invalid(
+                "bearer_token_file",
+                "\(path) can be \(permissions & 0o004 != 0 ? "read" : "written") by every user (mode 0\(mode)): a bearer token must be "
+                    + "readable by feedd only, or anyone on the machine can use it (or replace it); chmod o-rw \(path)")
+        }
     }
 }

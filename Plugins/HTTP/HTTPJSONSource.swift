@@ -16,11 +16,30 @@ import Foundation
 /// last page with items that page is, until it names a next page; each such look is a
 /// conditional GET, and a `304` publishes nothing.
 ///
+/// Every URL fetched, whatever named it, must be on the origin of `url` (``OriginPolicy``), and
+/// a walk that comes back to a cursor or next-page URL of an earlier page stops with an error
+/// (``CursorHistory``).
+///
 /// Options: `url` (required), `items`, `id`, `next`, `page_size` (for `{offset}`, default 20),
 /// `headers` (a table of header fields), `bearer_token_file` (read here, when the feed is
-/// configured, so again on every reload; never logged), `follow_redirects`.
+/// configured, so again on every reload; never logged), `follow_other_hosts`, `follow_redirects`.
 public struct HTTPJSONSource: SourceAdapter {
     public static let sourceName = "http"
+    public static let configKeys = [
+        ConfigKey(
+            "url", .string, .required(example: "\"https://api.example.com/v1/posts?page={page}\""),
+            "the URL template, with at most one of {page}, {offset} and {cursor}"),
+        ConfigKey("items", .string, .value("\"\""), "dot path to the array of items; \"\": the body is the array"),
+        ConfigKey("id", .string, .unset, "dot path inside an item to its id; unset or missing: a hash of the item"),
+        ConfigKey("next", .string, .unset, "dot path to the next cursor or URL (required with {cursor}), or \"link\" for the Link header"),
+        ConfigKey("page_size", .integer, .value("20"), "items per page, for {offset}"),
+        ConfigKey("headers", .stringTable, .value("{}"), "header fields sent with every request"),
+        ConfigKey("bearer_token_file", .path(.file), .unset, "a file holding a token sent as Authorization: Bearer, read at start and on reload"),
+        ConfigKey(
+            "follow_other_hosts", .boolean, .value("false"),
+            "fetch next pages on other origins than url's (without the bearer token or headers); redirects default to any_host"),
+        RedirectPolicy.configKey,
+    ]
 
     /// How a page says a next page follows.
     enum NextRule: Sendable {
@@ -39,6 +58,8 @@ public struct HTTPJSONSource: SourceAdapter {
     let polls: Bool
     let http: HTTPSource
     let tokenFile: String?
+    let origins: OriginPolicy
+    let cursors: CursorHistory
     let revalidation = RevalidationMemory()
 
     public init(options: AdapterOptions, context: AdapterContext) throws {
@@ -54,7 +75,11 @@ public struct HTTPJSONSource: SourceAdapter {
             break
         }
         polls = context.pollInterval != nil
+        origins = try OriginPolicy(firstPage: template.url(for: template.firstPage)!, options: options)
+        cursors = CursorHistory.shared(feed: context.feed, template: template.text, directory: context.stateDirectory, logger: context.logger)
         var http = try context.http(options)
+        // Following other hosts means redirects to them too, unless the feed says otherwise.
+        if origins.followsOtherHosts, options.value("follow_redirects") == nil { http.redirects = .anyHost }
         http.headers = try Self.headers(options)
         tokenFile = try options.string("bearer_token_file")
         if let tokenFile { http.bearerToken = try BearerTokenFile.read(tokenFile, options: options) }
@@ -87,34 +112,49 @@ public struct HTTPJSONSource: SourceAdapter {
         case .at(let given):
             location = given
         case .recheck(let previous):
-            guard let page = try await page(at: previous, generation: request.generation), !page.items.isEmpty, let following = page.next else {
+            guard let page = try await page(at: previous, number: request.page - 1, of: request), !page.items.isEmpty,
+                let following = page.next
+            else {
                 return .notYet
             }
             location = following
         }
-        guard let page = try await page(at: location, generation: request.generation) else { return .notYet }
+        guard let page = try await page(at: location, number: request.page, of: request) else { return .notYet }
         if page.items.isEmpty { return polls ? .notYet : .page([], next: .end) }
         guard let following = page.next else {
             return .page(page.items, next: polls ? .more(token: PageToken.recheck(previous: location).text) : .end)
         }
+        try cursors.follow(following, after: request.page, url: page.url, generation: CursorHistory.Generation(request))
         return .page(page.items, next: .more(token: PageToken.at(following).text))
     }
 
-    /// One page's items and where the next one is (nil: none follows); nil when a conditional GET
-    /// of a page that ended the feed answers that it has not changed.
-    private func page(at location: PageLocation, generation: Int) async throws(SourceError) -> (items: [Item], next: PageLocation?)? {
-        guard let url = template.url(for: location) else {
-            throw SourceError.rejected("the next page's URL \(location) is not a URL")
-        }
-        let validators = polls ? revalidation.validators(for: url, generation: generation) : nil
-        var http = http
-        if let tokenFile { http.bearerToken = BearerTokenFile.token(in: tokenFile) ?? http.bearerToken }
+    /// Page `number` of `request`'s generation, at `location`: its items and where the next one is
+    /// (nil: none follows); nil when a conditional GET of a page that ended the feed answers that
+    /// it has not changed.
+    private func page(at location: PageLocation, number: Int, of request: PageRequest) async throws(SourceError) -> (
+        items: [Item], next: PageLocation?, url: URL
+    )? {
+        let (url, http) = try client(for: location, number: number, of: request)
+        let validators = polls ? revalidation.validators(for: url, generation: request.generation) : nil
         guard let response = try await http.get(url, ifChangedSince: validators) else { return nil }
         let body = try HTTPSource.json(in: response, from: url)
         let items = try Self.items(in: body, at: itemsPath, ids: idPath, from: url)
         let following = try nextLocation(after: location, body: body, response: response, url: url)
-        if polls, items.isEmpty || following == nil { revalidation.remember(response, from: url, generation: generation) }
-        return (items, following)
+        if polls, items.isEmpty || following == nil { revalidation.remember(response, from: url, generation: request.generation) }
+        return (items, following, url)
+    }
+
+    /// The URL of page `number` at `location` and the client to GET it with, once the origin
+    /// policy and the cursor history have let it be fetched.
+    private func client(for location: PageLocation, number: Int, of request: PageRequest) throws(SourceError) -> (URL, HTTPSource) {
+        guard let url = template.url(for: location) else {
+            throw SourceError.rejected("page \(number) would be fetched from \(location), which is not a URL")
+        }
+        var http = http
+        if let tokenFile { http.bearerToken = BearerTokenFile.token(in: tokenFile) ?? http.bearerToken }
+        http = try origins.client(http, for: url, page: number)
+        try cursors.enter(location, page: number, url: url, generation: CursorHistory.Generation(request))
+        return (url, http)
     }
 
     /// The items of a page body: the array at `path`, each as the upstream wrote it, with its id
@@ -131,8 +171,6 @@ public struct HTTPJSONSource: SourceAdapter {
     }
 
     /// Where the page after the one at `location` is, by the `next` rule; nil when none follows.
-    /// A next page that is the page itself (a cursor or link pointing back) also ends the feed,
-    /// instead of repeating that page forever.
     private func nextLocation(after location: PageLocation, body: JSONDocument, response: HTTPResponse, url: URL) throws(SourceError) -> PageLocation? {
         let following: PageLocation?
         switch next {
@@ -148,7 +186,7 @@ public struct HTTPJSONSource: SourceAdapter {
             let text = try Self.cursor(value, at: path, from: url)
             following = template.paging == .cursor ? .cursor(text) : .url(try Self.resolve(text, against: url, what: "the next URL at \"\(path)\""))
         }
-        return following == location ? nil : following
+        return following
     }
 
     /// The next cursor a body's `value` at `path` names: a string, or an integer as written (of

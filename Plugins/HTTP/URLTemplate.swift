@@ -74,13 +74,31 @@ struct URLTemplate: Sendable {
 }
 
 /// Where one page of an `http` feed is fetched from.
-enum PageLocation: Sendable, Hashable {
+enum PageLocation: Sendable, Hashable, CustomStringConvertible {
     /// `{page}` or `{offset}`: computed from the page number.
     case number(Int)
     /// `{cursor}`: the cursor the previous page named.
     case cursor(String)
     /// An absolute URL: a `Link: rel="next"` target, or a `next` value that is a URL.
     case url(String)
+
+    /// How a token writes it: `cursor …` or `url …`; nil for a page number, which needs no token.
+    var tokenText: String? {
+        switch self {
+        case .number: return nil
+        case .cursor(let cursor): return "cursor " + cursor
+        case .url(let url): return "url " + url
+        }
+    }
+
+    /// For messages: `page 3`, `cursor "c2"`, `next URL https://…`.
+    var description: String {
+        switch self {
+        case .number(let page): return "page \(page)"
+        case .cursor(let cursor): return "cursor \"\(cursor)\""
+        case .url(let url): return "next URL \(url)"
+        }
+    }
 }
 
 /// The continuation token of an `http` feed's page: where it is, or, on a polled feed past its
@@ -91,9 +109,8 @@ enum PageToken: Sendable, Hashable {
 
     var text: String? {
         switch self {
-        case .at(.number): return nil
-        case .at(let location): return Self.text(location)
-        case .recheck(let previous): return "recheck " + Self.text(previous)
+        case .at(let location): return location.tokenText
+        case .recheck(let previous): return "recheck " + (previous.tokenText ?? "page")
         }
     }
 
@@ -107,14 +124,6 @@ enum PageToken: Sendable, Hashable {
             self = .recheck(previous: Self.location(text.dropFirst(8), page: request.page - 1))
         } else {
             self = .at(Self.location(Substring(text), page: request.page))
-        }
-    }
-
-    private static func text(_ location: PageLocation) -> String {
-        switch location {
-        case .number: return "page"
-        case .cursor(let cursor): return "cursor " + cursor
-        case .url(let url): return "url " + url
         }
     }
 

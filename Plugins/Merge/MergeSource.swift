@@ -23,6 +23,12 @@ import FeedKit
 /// `order`, `field` (required for `newest`, only for it), `page_size` (default 20).
 public struct MergeSource: SourceAdapter {
     public static let sourceName = "merge"
+    public static let configKeys = [
+        ConfigKey("feeds", .stringArray, .required(example: #"["users", "news"]"#), "the member feeds, in order: not empty, no repeats, not this feed"),
+        ConfigKey("order", .oneOf(["round_robin", "concat", "newest"]), .value("\"round_robin\""), "how members' items are interleaved"),
+        ConfigKey("field", .string, .unset, "for order = \"newest\" (and only for it, where it is required): dot path to an RFC 3339 time or a number"),
+        ConfigKey("page_size", .integer, .value("20"), "items per page"),
+    ]
 
     /// How members' items are interleaved.
     enum Order: Sendable, Hashable {

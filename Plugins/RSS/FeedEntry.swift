@@ -1,39 +1,180 @@
 import FeedKit
+import Foundation
 
-/// One entry of an RSS or Atom document, as the `rss` adapter publishes it.
+/// One entry of a feed document as the `rss` adapter publishes it: its id, its time, and its JSON
+/// `{"title","link","published","updated","summary","author","categories"}` (times in RFC 3339, a
+/// missing field null), written once as text while the document is read.
 public struct FeedEntry: Sendable, Hashable {
-    public var title: String?
-    public var link: String?
-    public var published: FeedTime?
-    public var updated: FeedTime?
-    public var summary: String?
-    public var author: String?
-    public var categories: [String] = []
-    /// RSS `guid`.
-    public var guid: String?
-    /// Atom `id` (also `atom:id` inside an RSS item).
-    public var atomID: String?
-
-    public init() {}
-
-    /// The item's id: `guid`, else `atom:id`, else `link`, else a hash of the entry.
-    public var item: Item {
-        let data = json
-        guard let id = [guid, atomID, link].lazy.compactMap({ $0 }).first(where: { !$0.isEmpty }) else { return Item(hashing: data) }
-        return Item(id: id, data: data)
-    }
-
-    /// `{"title","link","published","updated","summary","author","categories"}`, times in RFC 3339,
-    /// a missing field null.
-    public var json: JSONValue {
-        func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
-        return [
-            "title": text(title), "link": text(link), "published": text(published?.rfc3339), "updated": text(updated?.rfc3339),
-            "summary": text(summary), "author": text(author),
-            "categories": categories.isEmpty ? .null : .array(categories.map(JSONValue.string)),
-        ]
-    }
-
+    /// `guid`, else `atom:id` (a JSON Feed item's `id`), else the link, else a hash of the JSON.
+    public let id: String
     /// When it was published, else last updated: what "newest" means.
-    var time: FeedTime? { published ?? updated }
+    public let time: FeedTime?
+    public let json: RawJSON
+
+    /// The entry as a page item.
+    public var item: Item { Item(id: id, json: json) }
+}
+
+/// The seven fields of an entry, as bytes in the document's text, on their way to JSON.
+struct EntryValues {
+    var title: ArraySlice<UInt8>?
+    var link: String?
+    var published: FeedTime?
+    var updated: FeedTime?
+    var summary: ArraySlice<UInt8>?
+    var author: ArraySlice<UInt8>?
+    /// Every category's text, one after the other, each ending where `categoryEnds` says.
+    var categoryBytes: [UInt8] = []
+    var categoryEnds: [Int] = []
+
+    /// The entry, with its id from `guid`, else `id`, else the link, else a hash of its JSON; nil
+    /// only if its text is not UTF-8, which the readers never let through.
+    func entry(guid: ArraySlice<UInt8>?, id: ArraySlice<UInt8>?) -> FeedEntry? {
+        var writer = JSONWriter(reservingCapacity: 160 + (title?.count ?? 0) + (summary?.count ?? 0) + (link?.utf8.count ?? 0) + categoryBytes.count)
+        writer.fragment(JSONText.title)
+        writer.feedText(title)
+        writer.fragment(JSONText.link)
+        if var link {
+            link.withUTF8 { writer.feedText($0) }
+        } else {
+            writer.fragment(JSONText.null)
+        }
+        writer.fragment(JSONText.published)
+        writer.time(published)
+        writer.fragment(JSONText.updated)
+        writer.time(updated)
+        writer.fragment(JSONText.summary)
+        writer.feedText(summary)
+        writer.fragment(JSONText.author)
+        writer.feedText(author)
+        writer.fragment(JSONText.categories)
+        if categoryEnds.isEmpty {
+            writer.fragment(JSONText.null)
+        } else {
+            var start = 0
+            for (index, end) in categoryEnds.enumerated() {
+                writer.raw(index == 0 ? UInt8(ascii: "[") : UInt8(ascii: ","))
+                writer.feedText(categoryBytes[start..<end])
+                start = end
+            }
+            writer.raw(UInt8(ascii: "]"))
+        }
+        writer.raw(UInt8(ascii: "}"))
+        guard let json = RawJSON(validating: writer.bytes) else { return nil }
+        let identifier = [guid, id].lazy.compactMap { $0 }.first { !$0.isEmpty }.map { String(decoding: $0, as: UTF8.self) }
+            ?? link.flatMap { $0.isEmpty ? nil : $0 } ?? StableHash.hex(writer.bytes)
+        return FeedEntry(id: identifier, time: published ?? updated, json: json)
+    }
+}
+
+extension JSONWriter {
+    /// A JSON string of a feed's text, or null; C1 control characters (U+0080 to U+009F), which
+    /// no feed means as such, become the Windows-1252 characters their bytes stand for, as
+    /// browsers and feedparser read them (a `&#147;` or a Latin-1 document's `0x93` is “).
+    mutating func feedText(_ text: ArraySlice<UInt8>?) {
+        guard let text else { return fragment(JSONText.null) }
+        text.withUnsafeBufferPointer { feedText($0) }
+    }
+
+    mutating func feedText(_ utf8: UnsafeBufferPointer<UInt8>) {
+        raw(UInt8(ascii: "\""))
+        var runStart = 0
+        var index = 0
+        while index < utf8.count {
+            // Eight bytes at a time while none of them needs care, which is nearly always.
+            if index + 8 <= utf8.count, !JSONText.needsCare(UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self)) {
+                index += 8
+                continue
+            }
+            let byte = utf8[index]
+            guard JSONText.needsCare(byte) else {
+                index += 1
+                continue
+            }
+            let replacement: [UInt8]
+            var length = 1
+            if byte == 0xC2 {
+                guard index + 1 < utf8.count, let character = JSONText.windows1252(utf8[index + 1]) else {
+                    index += 1
+                    continue
+                }
+                (replacement, length) = (character, 2)
+            } else {
+                replacement = JSONText.escapes[Int(byte)]
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+            bytes.append(contentsOf: replacement)
+            index += length
+            runStart = index
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
+        raw(UInt8(ascii: "\""))
+    }
+
+    /// One of ``JSONText``'s pieces of JSON.
+    mutating func fragment(_ piece: [UInt8]) {
+        bytes.append(contentsOf: piece)
+    }
+
+    /// A time as an RFC 3339 JSON string, or null.
+    mutating func time(_ time: FeedTime?) {
+        guard let time else { return fragment(JSONText.null) }
+        raw(UInt8(ascii: "\""))
+        time.appendRFC3339(to: &bytes)
+        raw(UInt8(ascii: "\""))
+    }
+}
+
+/// The pieces of an entry's JSON, and how feed text is written into a JSON string.
+enum JSONText {
+    static let title = Array(#"{"title":"#.utf8)
+    static let link = Array(#","link":"#.utf8)
+    static let published = Array(#","published":"#.utf8)
+    static let updated = Array(#","updated":"#.utf8)
+    static let summary = Array(#","summary":"#.utf8)
+    static let author = Array(#","author":"#.utf8)
+    static let categories = Array(#","categories":"#.utf8)
+    static let null = Array("null".utf8)
+
+    /// Whether a byte does not stand for itself in a JSON string: control characters, `"` and
+    /// `\\`, and 0xC2, which may start a C1 control (see ``windows1252(_:)``).
+    static func needsCare(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0xC2
+    }
+
+    /// Whether any of eight bytes needs care: the bit tricks of "Bit Twiddling Hacks" (a byte
+    /// below 0x20; a byte equal to one of three values).
+    static func needsCare(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZero(_ value: UInt64) -> Bool { (value &- ones) & ~value & highs != 0 }
+        let control = (word &- ones &* 0x20) & ~word & highs != 0
+        return control || hasZero(word ^ (ones &* 0x22)) || hasZero(word ^ (ones &* 0x5C)) || hasZero(word ^ (ones &* 0xC2))
+    }
+
+    /// What a byte that needs care (but 0xC2) becomes.
+    static let escapes: [[UInt8]] = (0...255).map { byte -> [UInt8] in
+        switch byte {
+        case 0x22: Array(#"\""#.utf8)
+        case 0x5C: Array(#"\\"#.utf8)
+        case 0x0A: Array(#"\n"#.utf8)
+        case 0x0D: Array(#"\r"#.utf8)
+        case 0x09: Array(#"\t"#.utf8)
+        case ..<0x20: Array(String(format: "\\u%04x", byte).utf8)
+        default: [UInt8(byte)]
+        }
+    }
+
+    /// The UTF-8 bytes of what Windows-1252 puts where ISO-8859-1 and Unicode have the C1 control
+    /// whose second UTF-8 byte is `byte` (U+0080 is C2 80); nil for a byte outside 0x80...0x9F,
+    /// or one Windows-1252 leaves undefined.
+    static func windows1252(_ byte: UInt8) -> [UInt8]? {
+        guard byte >= 0x80, byte <= 0x9F else { return nil }
+        return characters[Int(byte - 0x80)]
+    }
+
+    private static let characters: [[UInt8]?] = [
+        "€", nil, "‚", "ƒ", "„", "…", "†", "‡", "ˆ", "‰", "Š", "‹", "Œ", nil, "Ž", nil,
+        nil, "‘", "’", "“", "”", "•", "–", "—", "˜", "™", "š", "›", "œ", nil, "ž", "Ÿ",
+    ].map { $0.map { Array($0.utf8) } }
 }

@@ -1,25 +1,34 @@
 import FeedKit
 import Foundation
+import Glibc
 
-/// What a polled `rss` feed has published: the ids of the entries already on a page (so that no
-/// entry is published twice, even when a document re-orders or edits it), and the batches of
-/// entries each look at the document found new (so that a page asked for again comes back the same).
+/// What a polled `rss` feed has published in its generation: every entry it ever put on a page
+/// (so that none is published twice, even when a document re-orders or edits it), and the batches
+/// of entries each look at the document found new (so that a page asked for again comes back the
+/// same).
 ///
-/// The ids are bounded: the most recent ``limit`` are kept, the oldest forgotten first. They are
-/// kept with the generation they belong to in `seen-entries.json` in the feed's state directory,
-/// written atomically after every page, so they survive a restart; a new generation (a `refresh`)
-/// starts with none, and pages the whole document again. The batches live in memory only.
+/// An entry is remembered by a 64-bit hash of its id (8 bytes of file, about 20 of memory),
+/// never by the entry, so a generation remembers every entry it published, however many.
+///
+/// The hashes are appended to `published-entries` in the feed's state directory as they are
+/// remembered, after a header naming the generation, so they survive a restart; a new
+/// generation (a `refresh`) starts a new file, with none. A torn last record (a crash mid-write)
+/// is ignored. The batches live in memory only.
 final class PublishedEntries: Sendable {
-    /// How many ids are remembered: far more than any document holds at once.
-    static let limit = 10_000
+    /// How many items of batches before the newest are kept for pages asked for again.
+    static let keptBatchItems = 10_000
 
     private struct State {
         var loaded = false
         var generation: Int?
-        /// Oldest first, each once.
-        var order: [String] = []
-        var seen: Set<String> = []
-        var batches: [Int: [Item]] = [:]
+        var seen: Set<UInt64> = []
+        var batches: [Int: Batch] = [:]
+    }
+
+    /// The entries one look found new, and the page (of the token) they start at.
+    struct Batch {
+        let firstPage: Int
+        let items: [Item]
     }
 
     private let file: String?
@@ -28,53 +37,53 @@ final class PublishedEntries: Sendable {
 
     /// `directory` nil keeps the memory in this process only.
     init(directory: String?, logger: Logger) {
-        file = directory.map { "\($0)/seen-entries.json" }
+        file = directory.map { "\($0)/published-entries" }
         self.logger = logger
     }
 
     /// The batch numbered `number` of `generation`, if this process made it.
-    func batch(_ number: Int, generation: Int) -> [Item]? {
+    func batch(_ number: Int, generation: Int) -> Batch? {
         state.withLock { state in
             prepare(&state, generation: generation)
             return state.batches[number]
         }
     }
 
-    /// Keeps the entries of `entries` never published in `generation` as batch `number`, and
-    /// returns them (none: nothing new). A document listing an id twice counts it once.
-    func makeBatch(_ number: Int, of entries: [Item], generation: Int) -> [Item] {
+    /// Keeps the entries of `entries` never published in `generation` as batch `number`, starting
+    /// at `firstPage`, and returns it (nil: nothing new). A document listing an id twice counts it once.
+    func makeBatch(_ number: Int, firstPage: Int, of entries: [Item], generation: Int) -> Batch? {
         state.withLock { state in
             prepare(&state, generation: generation)
-            var ids: Set<String> = []
-            let fresh = entries.filter { !state.seen.contains($0.id) && ids.insert($0.id).inserted }
-            if !fresh.isEmpty {
-                state.batches[number] = fresh
-                // The batches only serve pages asked for again; the oldest go first.
-                while state.batches.values.reduce(0, { $0 + $1.count }) > Self.limit, let oldest = state.batches.keys.min(), oldest != number {
-                    state.batches[oldest] = nil
-                }
+            var ids: Set<UInt64> = []
+            let fresh = entries.filter { item in
+                let hash = Self.hash(item.id)
+                return !state.seen.contains(hash) && ids.insert(hash).inserted
             }
-            return fresh
+            guard !fresh.isEmpty else { return nil }
+            let batch = Batch(firstPage: firstPage, items: fresh)
+            state.batches[number] = batch
+            var kept = 0
+            for old in state.batches.keys.sorted(by: >) where old != number {
+                kept += state.batches[old]!.items.count
+                if kept > Self.keptBatchItems { state.batches[old] = nil }
+            }
+            return batch
         }
     }
 
-    /// Records `items` as published and saves the ids.
+    /// Remembers `items` as published in `generation` (the page holding them is being served),
+    /// in the file too.
     func published(_ items: [Item], generation: Int) {
-        let snapshot: JSONValue? = state.withLock { state in
-            var added = false
-            for item in items where state.seen.insert(item.id).inserted {
-                state.order.append(item.id)
-                added = true
-            }
-            if state.order.count > Self.limit {
-                let forgotten = state.order.prefix(state.order.count - Self.limit)
-                state.seen.subtract(forgotten)
-                state.order.removeFirst(forgotten.count)
-            }
-            guard added, file != nil else { return nil }
-            return ["generation": .integer(Int64(generation)), "seen": .array(state.order.map(JSONValue.string))]
+        let fresh: [UInt64] = state.withLock { state in
+            prepare(&state, generation: generation)
+            return items.map { Self.hash($0.id) }.filter { state.seen.insert($0).inserted }
         }
-        if let snapshot { save(snapshot) }
+        if !fresh.isEmpty { append(fresh) }
+    }
+
+    static func hash(_ id: String) -> UInt64 {
+        var id = id
+        return id.withUTF8 { StableHash.fnv1a64($0) }
     }
 
     /// Loads the file the first time, and forgets everything when the generation changes.
@@ -85,29 +94,87 @@ final class PublishedEntries: Sendable {
         }
         guard state.generation != generation else { return }
         state = State(loaded: true, generation: generation)
+        startFile(generation: generation)
     }
 
+    // MARK: The file
+
+    private static let header = Array("feedd published entries 1\n".utf8)
+
     private func load(into state: inout State) {
-        guard let file, FileManager.default.fileExists(atPath: file) else { return }
-        guard let data = FileManager.default.contents(atPath: file), let saved = try? JSONValue(parsing: Array(data)),
-            let generation = saved["generation"]?.integerValue, let ids = saved["seen"]?.arrayValue?.compactMap(\.stringValue)
+        guard let file, let data = FileManager.default.contents(atPath: file) else { return importSeenEntries(into: &state) }
+        let bytes = [UInt8](data)
+        let headerLength = Self.header.count + 8
+        guard bytes.count >= headerLength, bytes.starts(with: Self.header) else {
+            logger.warning("\(file) is not a list of published entries; starting without it")
+            return
+        }
+        state.generation = Int(Self.integer(bytes, at: Self.header.count))
+        let count = (bytes.count - headerLength) / 8
+        state.seen.reserveCapacity(count)
+        for index in 0..<count { state.seen.insert(Self.integer(bytes, at: headerLength + index * 8)) }
+    }
+
+    /// The ids an older feedd kept in `seen-entries.json` (its newest 10,000), taken over once.
+    private func importSeenEntries(into state: inout State) {
+        guard let file else { return }
+        let old = (file as NSString).deletingLastPathComponent + "/seen-entries.json"
+        guard let data = FileManager.default.contents(atPath: old) else { return }
+        guard let saved = try? JSONValue(parsing: Array(data)), let generation = saved["generation"]?.integerValue,
+            let ids = saved["seen"]?.arrayValue?.compactMap(\.stringValue)
         else {
-            logger.warning("\(file) cannot be read as the ids already published; starting without them")
+            logger.warning("\(old) cannot be read as the ids already published; starting without them")
             return
         }
         state.generation = Int(generation)
-        for id in ids.suffix(Self.limit) where state.seen.insert(id).inserted { state.order.append(id) }
+        state.seen = Set(ids.map(Self.hash))
+        startFile(generation: Int(generation))
+        append(Array(state.seen))
+        try? FileManager.default.removeItem(atPath: old)
     }
 
-    /// Written to a temporary file and renamed over the old one, so a crash leaves one or the other.
-    private func save(_ snapshot: JSONValue) {
+    /// Replaces the file with an empty one for `generation`, through a rename so that a crash
+    /// leaves one file or the other.
+    private func startFile(generation: Int) {
         guard let file else { return }
+        var bytes = Self.header
+        withUnsafeBytes(of: UInt64(generation).littleEndian) { bytes.append(contentsOf: $0) }
         do {
             let directory = (file as NSString).deletingLastPathComponent
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            try Data(snapshot.serialized).write(to: URL(fileURLWithPath: file), options: .atomic)
+            try Data(bytes).write(to: URL(fileURLWithPath: file), options: .atomic)
         } catch {
-            logger.warning("cannot save the ids already published to \(file): \(error.localizedDescription)")
+            logger.warning("cannot start \(file), the list of published entries: \(error.localizedDescription)")
         }
+    }
+
+    /// Appends `hashes` to the file.
+    private func append(_ hashes: [UInt64]) {
+        guard let file else { return }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(hashes.count * 8)
+        for hash in hashes { withUnsafeBytes(of: hash.littleEndian) { bytes.append(contentsOf: $0) } }
+        let descriptor = open(file, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            logger.warning("cannot add to \(file), the list of published entries: \(String(cString: strerror(errno)))")
+            return
+        }
+        defer { close(descriptor) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            guard written > 0 else {
+                if written < 0, errno == EINTR { continue }
+                logger.warning("cannot add to \(file), the list of published entries: \(String(cString: strerror(errno)))")
+                return
+            }
+            offset += written
+        }
+    }
+
+    private static func integer(_ bytes: [UInt8], at offset: Int) -> UInt64 {
+        var value: UInt64 = 0
+        for index in (0..<8).reversed() { value = value << 8 | UInt64(bytes[offset + index]) }
+        return value
     }
 }

@@ -1,7 +1,8 @@
 import FeedKit
 import Foundation
 
-/// The `rss` adapter: an RSS 2.0, RSS 1.0 (RDF) or Atom 1.0 document (SPEC §9).
+/// The `rss` adapter: a feed document of any kind ``FeedDocument`` reads (RSS 0.90 to 2.0, RSS
+/// 1.0, Atom 0.3 and 1.0, JSON Feed 1.x), found from the document itself (SPEC §9).
 ///
 /// Each item is `{"title","link","published","updated","summary","author","categories"}` (see
 /// ``FeedEntry``), with its id from `guid`, else `atom:id`, else `link`.
@@ -16,13 +17,21 @@ import Foundation
 /// Pages are numbered by batch: the token `"B.P"` is page P of batch B, the entries one look at
 /// the document found new. Page 1 is batch 1, page 1.
 ///
-/// Options: `url` (required), `page_size` (default 20), `follow_redirects`.
+/// Options: `url` (required), `page_size` (default 20), `follow_redirects`, `html` (`"html"`,
+/// the default, or `"text"` for plain-text summaries).
 public struct RSSSource: SourceAdapter {
     public static let sourceName = "rss"
+    public static let configKeys = [
+        ConfigKey("url", .string, .required(example: "\"https://example.com/feed.xml\""), "the RSS, Atom or JSON Feed document's URL"),
+        ConfigKey("page_size", .integer, .value("20"), "entries per page"),
+        ConfigKey("html", .oneOf(["html", "text"]), .value("\"html\""), "summaries (and html titles) as the document has them, or as plain text"),
+        RedirectPolicy.configKey,
+    ]
 
     let url: URL
     let pageSize: Int
     let polls: Bool
+    let plainText: Bool
     let http: HTTPSource
     let published: PublishedEntries
     let revalidation = RevalidationMemory()
@@ -34,9 +43,16 @@ public struct RSSSource: SourceAdapter {
         }
         self.url = url
         pageSize = try options.integer("page_size", in: 1...100_000) ?? 20
+        switch try options.string("html") ?? "html" {
+        case "html": plainText = false
+        case "text": plainText = true
+        case let other: throw options.invalid("html", "\"\(other)\" is neither \"html\" (summaries as the feed writes them) nor \"text\" (plain text)")
+        }
         polls = context.pollInterval != nil
         var http = try context.http(options)
-        http.headers = ["Accept": "application/rss+xml, application/atom+xml, application/rdf+xml;q=0.9, application/xml;q=0.8, text/xml;q=0.8, */*;q=0.1"]
+        http.headers = [
+            "Accept": "application/rss+xml, application/atom+xml, application/feed+json, application/rdf+xml;q=0.9, application/xml;q=0.8, text/xml;q=0.8, application/json;q=0.8, */*;q=0.1"
+        ]
         self.http = http
         // Without poll the document is read once and nothing is remembered between reads.
         published = PublishedEntries(directory: polls ? context.stateDirectory : nil, logger: context.logger)
@@ -51,19 +67,19 @@ public struct RSSSource: SourceAdapter {
     public func fetch(_ request: PageRequest) async throws -> FetchResult {
         let (batchNumber, page) = Self.position(of: request.token)
         let generation = request.generation
-        var batch = published.batch(batchNumber, generation: generation)
-        if batch == nil {
+        var found = published.batch(batchNumber, generation: generation)
+        if found == nil {
             guard let entries = try await readDocument(generation: generation) else { return .notYet }
-            let fresh = published.makeBatch(batchNumber, of: entries, generation: generation)
-            guard !fresh.isEmpty else { return polls ? .notYet : .page([], next: .end) }
-            batch = fresh
+            found = published.makeBatch(batchNumber, firstPage: page, of: entries, generation: generation)
         }
-        let items = batch!
-        let pageCount = (items.count + pageSize - 1) / pageSize
-        guard page <= pageCount else { return polls ? .notYet : .page([], next: .end) }
-        let pageItems = Array(items[(page - 1) * pageSize..<min(items.count, page * pageSize)])
+        // A batch rebuilt after a restart starts at the page asked for: it holds what was never published.
+        guard let batch = found, page >= batch.firstPage else { return polls ? .notYet : .page([], next: .end) }
+        let index = page - batch.firstPage
+        let pageCount = (batch.items.count + pageSize - 1) / pageSize
+        guard index < pageCount else { return polls ? .notYet : .page([], next: .end) }
+        let pageItems = Array(batch.items[index * pageSize..<min(batch.items.count, (index + 1) * pageSize)])
         if polls { published.published(pageItems, generation: generation) }
-        if page < pageCount { return .page(pageItems, next: .more(token: "\(batchNumber).\(page + 1)")) }
+        if index + 1 < pageCount { return .page(pageItems, next: .more(token: "\(batchNumber).\(page + 1)")) }
         return .page(pageItems, next: polls ? .more(token: "\(batchNumber + 1).1") : .end)
     }
 
@@ -71,26 +87,26 @@ public struct RSSSource: SourceAdapter {
     private func readDocument(generation: Int) async throws(SourceError) -> [Item]? {
         let validators = polls ? revalidation.validators(for: url, generation: generation) : nil
         guard let response = try await http.get(url, ifChangedSince: validators) else { return nil }
+        let context = DocumentContext(
+            url: url.absoluteString, contentType: response.headers["content-type"], contentLocation: response.headers["content-location"],
+            plainText: plainText)
+        // The response is given up, so that its body is freed as soon as the reader is done with it.
+        let answer = HTTPResponse(status: response.status, headers: response.headers, body: [])
         let entries: [FeedEntry]
         do {
-            entries = try FeedDocument.entries(in: response.body)
+            entries = try FeedDocument.entries(in: (consume response).body, context: context)
         } catch {
             throw SourceError.rejected("the document from \(url.absoluteString) is \(error.description)")
         }
-        if polls { revalidation.remember(response, from: url, generation: generation) }
+        if polls { revalidation.remember(answer, from: url, generation: generation) }
         return Self.newestFirst(entries).map(\.item)
     }
 
     /// By `published`, else `updated`, newest first; undated entries last, in document order.
     public static func newestFirst(_ entries: [FeedEntry]) -> [FeedEntry] {
-        entries.enumerated().sorted { first, second in
-            switch (first.element.time, second.element.time) {
-            case (let a?, let b?) where a != b: return a > b
-            case (.some, nil): return true
-            case (nil, .some): return false
-            default: return first.offset < second.offset
-            }
-        }.map(\.element)
+        // Sorted as (time, position) pairs, which compare without touching the entries.
+        let keys = entries.enumerated().map { (time: $1.time?.millisecondsSinceEpoch ?? .min, position: $0) }
+        return keys.sorted { $0.time != $1.time ? $0.time > $1.time : $0.position < $1.position }.map { entries[$0.position] }
     }
 
     /// `"B.P"`: batch B, page P; nil (page 1) is batch 1, page 1.

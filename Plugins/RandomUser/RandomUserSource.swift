@@ -12,6 +12,12 @@ import Foundation
 /// Options: `url` (default `https://randomuser.me/api/`), `results` (default 20), `seed`, `follow_redirects`.
 public struct RandomUserSource: SourceAdapter {
     public static let sourceName = "randomuser"
+    public static let configKeys = [
+        ConfigKey("url", .string, .value("\"https://randomuser.me/api/\""), "the API's base URL (a query it has is kept)"),
+        ConfigKey("results", .integer, .value("20"), "users per page"),
+        ConfigKey("seed", .string, .unset, "a fixed seed: the same users every time, across refreshes too; unset, each generation gets its own"),
+        RedirectPolicy.configKey,
+    ]
 
     /// The page URL up to the page number: the base URL, its own query and `results`.
     let pagePrefix: String

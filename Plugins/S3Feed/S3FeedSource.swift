@@ -12,6 +12,10 @@ import Foundation
 /// Options: `url` (required, must contain `{page}`), `follow_redirects`.
 public struct S3FeedSource: SourceAdapter {
     public static let sourceName = "s3"
+    public static let configKeys = [
+        ConfigKey("url", .string, .required(example: "\"https://example.com/feed-{page}.json\""), "URL template; {page} becomes 1, 2, 3 …"),
+        RedirectPolicy.configKey,
+    ]
 
     let template: String
     let polls: Bool

@@ -1,6 +1,7 @@
 import CMalloc
 import FeedEngine
 import FeedFleet
+import FeedHTTP
 import FeedKit
 import FeedServer
 import FeedState
@@ -21,6 +22,10 @@ final class Daemon {
     /// The running feeds and the server; both exist from start-up on (nil only before).
     private var directory: FeedDirectory?
     private var server: Server?
+    /// The HTTP front, when `[http]` has listeners or systemd passed one (SPEC §11).
+    private var http: HTTPFront?
+    /// The `[http]` the front started with: its listeners and TLS stay until a restart.
+    private var startingHTTP: HTTPSettings?
     private var store: StateStore?
     /// The fleet of a daemon with `[cluster]` (SPEC §8), once connecting to it has begun.
     private var fleet: ClusterFleetLink?
@@ -78,7 +83,9 @@ final class Daemon {
         adapterStateRoot = Self.adapterStateRoot(of: configuration.daemon, paths: paths)
         sink.setMinimumLevel(configuration.daemon.logLevel)
         logger.info("feedd \(feeddVersion) starting with \(configuration.files.joined(separator: ", "))")
-        checkDescriptorLimit(maxClients: configuration.daemon.maxClients)
+        for warning in configuration.warnings { logger.warning("\(warning.location): \(warning.message)") }
+        let httpClients = configuration.http.map { $0.maxClients ?? configuration.daemon.maxClients } ?? 0
+        checkDescriptorLimit(maxClients: configuration.daemon.maxClients + httpClients)
         if configuration.files.first == DefaultConfiguration.name {
             do {
                 try configLoading.installSampleData()
@@ -89,7 +96,8 @@ final class Daemon {
 
         let store = openStateStore(configuration.daemon)
         self.store = store
-        let listeningDescriptor = openListeningSocket(configuration.daemon)
+        let passed = notifier.listeningSockets()
+        let listeningDescriptor = openListeningSocket(configuration.daemon, passed: passed.filter { $0.name != Self.httpSocketName }.map(\.descriptor))
         let directory = FeedDirectory(store: store, encoder: PageLineEncoder(), logger: logger)
         self.directory = directory
         feedReader.directory = directory
@@ -98,15 +106,17 @@ final class Daemon {
         let server = Server(directory: directory, settings: ServerSettings(daemon: configuration.daemon), logger: logger, loop: loop)
         self.server = server
         server.start(listeningOn: listeningDescriptor)
+        startHTTP(configuration, passed: passed.filter { $0.name == Self.httpSocketName }.map(\.descriptor), directory: directory, server: server)
         directory.onChange = { [unowned self] in self.publishStatus() }
         server.onClientsChange = { [unowned self] in self.publishStatus() }
         metricsFile = configuration.daemon.metricsFile
-        metricsFileWriter = MetricsFileWriter(server: server, logger: logger) { [unowned self] in self.metricsFile }
+        metricsFileWriter = MetricsFileWriter(metrics: { [unowned self] in self.metricsText }, logger: logger) { [unowned self] in self.metricsFile }
         metricsFileWriter?.start()
 
         startWatchdog()
         prepareDispatchTimers()
         notifier.ready()
+        http?.ready()
         publishStatus()
         // Not dispatchMain(): on Linux it parks the main thread in sigsuspend(2) with every signal
         // unblocked, and a SIGTERM would then kill the process instead of reaching SignalListener.
@@ -126,9 +136,10 @@ final class Daemon {
             do {
                 let fleet = try await ClusterFleetLink.connect(cluster, instance: instance, logger: logger)
                 self.fleet = fleet
+                // No server URL here: one may carry a password. The link logs the connection's changes.
                 logger.notice(
                     "fleet \"\(cluster.name)\" as instance \(instance): "
-                        + (fleet.isConnected ? "connected" : "not reachable yet (\(cluster.servers.joined(separator: ", "))); shared feeds are served alone meanwhile"))
+                        + (fleet.isConnected ? "connected" : "not connected yet; shared feeds are served alone meanwhile"))
                 directory.attach(fleet)
                 publishStatus()
             } catch {
@@ -186,22 +197,13 @@ final class Daemon {
     }
 
     /// The socket systemd passed, else one we bind ourselves; failing that, exit 1.
-    private func openListeningSocket(_ settings: DaemonSettings) -> Int32 {
-        if let passed = notifier.listeningSockets().first {
+    private func openListeningSocket(_ settings: DaemonSettings, passed: [Int32]) -> Int32 {
+        if let passed = passed.first {
             logger.info("listening on the socket passed by systemd (fd \(passed))")
             return passed
         }
         let path = paths.socketPath(explicit: socketOverride, configured: settings.socketPath)
-        let group: gid_t?
-        if let name = settings.socketGroup {
-            guard let entry = getgrnam(name) else {
-                logger.error("socket_group \"\(name)\" does not exist")
-                exit(1)
-            }
-            group = entry.pointee.gr_gid
-        } else {
-            group = nil
-        }
+        let group = socketGroup(settings)
         do {
             let isDefaultPath = socketOverride == nil && settings.socketPath == nil
             let descriptor = try UnixSocket.listen(path: path, mode: settings.socketMode, group: group, createDirectory: isDefaultPath)
@@ -212,6 +214,46 @@ final class Daemon {
             logger.error("\(error)")
             exit(1)
         }
+    }
+
+    /// `socket_group`'s gid, for the sockets the daemon binds itself; exit 1 if it does not exist.
+    private func socketGroup(_ settings: DaemonSettings) -> gid_t? {
+        guard let name = settings.socketGroup else { return nil }
+        guard let entry = getgrnam(name) else {
+            logger.error("socket_group \"\(name)\" does not exist")
+            exit(1)
+        }
+        return entry.pointee.gr_gid
+    }
+
+    /// The `FileDescriptorName=` of the sockets systemd passes for the HTTP front (feedd-http.socket).
+    private static let httpSocketName = "http"
+
+    /// Starts the HTTP front on the sockets systemd passed for it, else on `[http] listen`, if
+    /// either names any; a listener that cannot be opened is fatal, like the socket.
+    private func startHTTP(_ configuration: Configuration, passed: [Int32], directory: FeedDirectory, server: Server) {
+        let settings = configuration.http ?? HTTPSettings()
+        guard !passed.isEmpty || !settings.listen.isEmpty else { return }
+        do {
+            let listeners = passed.isEmpty
+                ? try settings.listen.map { address throws(HTTPStartError) in
+                    try HTTPListener.bind(address, mode: configuration.daemon.socketMode, group: socketGroup(configuration.daemon))
+                }
+                : passed.map { HTTPListener(descriptor: $0, name: "the socket passed by systemd (fd \($0))") }
+            let front = HTTPFront(
+                directory: directory, socketMetrics: { server.metrics }, settings: settings, daemon: configuration.daemon, logger: logger, loop: loop)
+            try front.start(listeners, settings: settings)
+            http = front
+            startingHTTP = settings
+        } catch {
+            logger.error("\(error)")
+            exit(1)
+        }
+    }
+
+    /// The metrics of both fronts, for `daemon.metrics_file`.
+    private var metricsText: String {
+        http?.metricsText ?? server?.metrics.text ?? ""
     }
 
     // MARK: Signals
@@ -225,9 +267,13 @@ final class Daemon {
     private func stop(signal signalNumber: Int32) {
         guard let server else { exit(0) }
         self.server = nil
-        logger.notice("received \(signalNumber == SIGINT ? "SIGINT" : "SIGTERM"); saying goodbye to \(server.clientCount) clients")
+        logger.notice("received \(signalNumber == SIGINT ? "SIGINT" : "SIGTERM"); saying goodbye to \(counted(server.clientCount, "client"))")
         notifier.stopping()
-        server.shutdown(within: .seconds(3)) { [self] in
+        // Both fronts say goodbye at once; the daemon stops when both are done.
+        var fronts = http == nil ? 1 : 2
+        let stopped: @MainActor () -> Void = { [self] in
+            fronts -= 1
+            guard fronts == 0 else { return }
             directory?.closeAll()
             // Every confirmed write is durable already; this commits what is still queued.
             store?.close()
@@ -235,6 +281,8 @@ final class Daemon {
             logger.notice("stopped")
             exit(0)
         }
+        http?.shutdown(within: .seconds(3), completion: stopped)
+        server.shutdown(within: .seconds(3), completion: stopped)
     }
 
     /// SIGHUP: a valid new config replaces the old one; an invalid one is rejected whole. The
@@ -267,7 +315,9 @@ final class Daemon {
             metricsFile = configuration.daemon.metricsFile
             reloadProblem = nil
             directory?.apply(configuration.feeds)
-            logger.notice("configuration reloaded: \(configuration.feeds.count) feeds")
+            reloadHTTP(configuration)
+            logger.notice("configuration reloaded: \(counted(configuration.feeds.count, "feed"))")
+            for warning in configuration.warnings { logger.warning("\(warning.location): \(warning.message)") }
             if configuration.cluster != startingCluster {
                 logger.warning("[cluster] changed: the daemon keeps the one it started with until it is restarted")
             }
@@ -280,12 +330,25 @@ final class Daemon {
         if again { self.reload() }
     }
 
+    /// A reload changes the front's tokens, origins and limits; its listeners and TLS stay.
+    private func reloadHTTP(_ configuration: Configuration) {
+        let settings = configuration.http ?? HTTPSettings()
+        guard let http, let startingHTTP else {
+            if !settings.listen.isEmpty { logger.warning("[http] listen is set: the HTTP front starts when the daemon is restarted") }
+            return
+        }
+        http.apply(settings, daemon: configuration.daemon)
+        if settings.listen != startingHTTP.listen || settings.tlsCertificate != startingHTTP.tlsCertificate || settings.tlsKey != startingHTTP.tlsKey {
+            logger.warning("[http] listen or TLS changed: the HTTP front keeps the ones it started with until the daemon is restarted")
+        }
+    }
+
     // MARK: systemd
 
     /// STATUS=, e.g. `3 feeds, 12 clients; users ok, donny retrying: HTTP 503`, sent when it changes.
     private func publishStatus() {
         let feeds = directory.map { directory in directory.names.compactMap { directory[$0] } } ?? []
-        var text = "\(feeds.count) feed\(feeds.count == 1 ? "" : "s"), \(server?.clientCount ?? 0) client\(server?.clientCount == 1 ? "" : "s")"
+        var text = "\(counted(feeds.count, "feed")), \(counted(server?.clientCount ?? 0, "client"))"
         let states = feeds.prefix(8).map { feed in
             feed.health.lastError.map { "\(feed.name) \(feed.health.state.rawValue): \($0)" } ?? "\(feed.name) \(feed.health.state.rawValue)"
         }

@@ -27,6 +27,16 @@ public enum Feedd {
             exit(StateCommands(configPath: configPath).check())
         case .repairState(let configPath):
             exit(StateCommands(configPath: configPath).repair())
+        case .configKeys(let format, let section):
+            do {
+                print(try ConfigKeysCommand(reference: ConfigReference(registry: builtinAdapters)).render(format, section: section), terminator: "")
+                exit(0)
+            } catch {
+                FileHandle.standardError.write(Data("feedd: \(error)\n".utf8))
+                exit(2)
+            }
+        case .checkPlugin(let request):
+            exit(PluginCheckCommand(request: request).run())
         case .run(let configPath, let socketPath):
             SignalListener.blockHandledSignals()
             Daemon(configPath: configPath, socketPath: socketPath).run()
@@ -35,7 +45,7 @@ public enum Feedd {
 
     /// Prints every problem as `FILE:LINE:COL: message` and nothing on success. Besides the
     /// config itself, each adapter checks what only running it can (an `exec` plugin is started
-    /// and sent `configure`).
+    /// and sent `configure`). Warnings (a path that cannot work yet) go to stderr, whatever the outcome.
     private static func checkConfig(configPath: String?) -> Int32 {
         let sink = JournalLogSink(minimumLevel: .error)
         let loader = ConfigLoading(
@@ -44,12 +54,18 @@ public enum Feedd {
         do {
             configuration = try loader.load(explicitPath: configPath)
         } catch {
-            for problem in error.problems { print(problem) }
+            for problem in error.problems + verifyAdapters(error.feeds) { print(problem) }
+            warn(error.warnings)
             return 2
         }
+        warn(configuration.warnings)
         let problems = verifyAdapters(configuration.feeds)
         for problem in problems { print(problem) }
         return problems.isEmpty ? 0 : 2
+    }
+
+    private static func warn(_ warnings: [ConfigProblem]) {
+        for warning in warnings { FileHandle.standardError.write(Data("\(warning.warningDescription)\n".utf8)) }
     }
 
     /// Runs every feed's ``SourceAdapter/verify()`` at once and waits for all of them.
@@ -106,8 +122,11 @@ struct ConfigLoading {
         }
         let samplePath = "\(paths.runtimeDirectory)/\(SampleData.fileName)"
         let directory = (RuntimePaths.systemConfigFile as NSString).deletingLastPathComponent + "/feedd.d"
-        return try loader.load(
+        var configuration = try loader.load(
             text: DefaultConfiguration.text(samplePath: samplePath), named: DefaultConfiguration.name, dropInDirectory: directory)
+        // The embedded config's one path is the sample data, which the daemon writes at start.
+        configuration.warnings.removeAll { $0.file == DefaultConfiguration.name }
+        return configuration
     }
 
     /// Writes the embedded sample data where the embedded config expects it.

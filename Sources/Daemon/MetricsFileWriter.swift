@@ -1,5 +1,4 @@
 import FeedKit
-import FeedServer
 import Foundation
 
 /// Rewrites `daemon.metrics_file` with the metrics every 15 s, for node_exporter's textfile
@@ -9,7 +8,8 @@ import Foundation
 final class MetricsFileWriter {
     static let interval: Duration = .seconds(15)
 
-    private let server: Server
+    /// The text to write: both fronts' metrics.
+    private let metrics: () -> String
     private let logger: Logger
     /// The configured path, read again on every rewrite so a reload can change it.
     private let path: () -> String?
@@ -17,8 +17,8 @@ final class MetricsFileWriter {
     /// The last failure logged, so a file that cannot be written is reported once, not every 15 s.
     private var lastProblem: String?
 
-    init(server: Server, logger: Logger, path: @escaping () -> String?) {
-        self.server = server
+    init(metrics: @escaping () -> String, logger: Logger, path: @escaping () -> String?) {
+        self.metrics = metrics
         self.logger = logger
         self.path = path
     }
@@ -35,7 +35,7 @@ final class MetricsFileWriter {
     private func rewrite() {
         guard let path = path() else { return }
         do {
-            try Self.replace(path, with: server.metrics.text)
+            try Self.replace(path, with: metrics())
             if lastProblem != nil { logger.notice("metrics_file: \(path) written again") }
             lastProblem = nil
         } catch {

@@ -46,11 +46,17 @@ public struct FeedLease: Sendable, Equatable {
         self.revision = revision
     }
 
-    init?(page: PageAddress, purpose: LeasePurpose, entry: KeyValueBucket.Entry) {
-        guard let json = try? JSONValue(parsing: entry.value), let holder = json["holder"]?.stringValue,
-            let expires = json["expires_ms"]?.integerValue
-        else { return nil }
-        self.init(page: page, purpose: purpose, holder: holder, expires: expires, revision: entry.revision)
+    /// The lease in `value` (unsealed); its expiry may be at most `latestExpiry` (Unix ms): no
+    /// instance writes one further than its own `lease` from now.
+    static func decode(
+        page: PageAddress, purpose: LeasePurpose, value: [UInt8], revision: UInt64, latestExpiry: Int64, address: String
+    ) -> Result<FeedLease, Rejection> {
+        let record = RecordFields(value, .lease, at: address)
+        return record.get { fields throws(Rejection) in
+            let holder = try record.string(fields, "holder", maximumBytes: RecordLimits.instanceBytes)
+            let expires = try record.integer(fields, "expires_ms", in: 0...latestExpiry)
+            return FeedLease(page: page, purpose: purpose, holder: holder, expires: expires, revision: revision)
+        }
     }
 
     /// Its key in the leases bucket.
@@ -100,12 +106,16 @@ public struct FeedGeneration: Sendable, Equatable {
         self.revision = revision
     }
 
-    init?(entry: KeyValueBucket.Entry) {
-        guard entry.isPresent, let json = try? JSONValue(parsing: entry.value),
-            let generation = json["generation"]?.integerValue, let seed = json["seed"]?.stringValue,
-            let fingerprint = json["fingerprint"]?.stringValue
-        else { return nil }
-        self.init(feed: entry.key, generation: Int(generation), seed: seed, fingerprint: fingerprint, revision: entry.revision)
+    /// The generation of feed `key` in `value` (unsealed).
+    static func decode(key: String, value: [UInt8], revision: UInt64, address: String) -> Result<FeedGeneration, Rejection> {
+        let record = RecordFields(value, .generation, at: address)
+        return record.get { fields throws(Rejection) in
+            guard RecordLimits.isFeedName(key) else { throw record.rejection("\"\(key)\" is not a feed name") }
+            let generation = try record.integer(fields, "generation", in: 1...RecordLimits.maximumGeneration)
+            let seed = try record.string(fields, "seed", maximumBytes: RecordLimits.seedBytes, allowEmpty: true)
+            let fingerprint = try record.string(fields, "fingerprint", maximumBytes: RecordLimits.fingerprintBytes)
+            return FeedGeneration(feed: key, generation: Int(generation), seed: seed, fingerprint: fingerprint, revision: revision)
+        }
     }
 
     var value: [UInt8] {
@@ -127,11 +137,14 @@ public struct CursorPosition: Sendable, Hashable, Comparable, CustomStringConver
         self.page = page
     }
 
-    init?(entry: KeyValueBucket.Entry) {
-        guard entry.isPresent, let json = try? JSONValue(parsing: entry.value),
-            let generation = json["generation"]?.integerValue, let page = json["page"]?.integerValue
-        else { return nil }
-        self.init(generation: Int(generation), page: Int(page))
+    /// The cursor in `value` (unsealed).
+    static func decode(_ value: [UInt8], address: String) -> Result<CursorPosition, Rejection> {
+        let record = RecordFields(value, .cursor, at: address)
+        return record.get { fields throws(Rejection) in
+            let generation = try record.integer(fields, "generation", in: 1...RecordLimits.maximumGeneration)
+            let page = try record.integer(fields, "page", in: 0...RecordLimits.maximumPage)
+            return CursorPosition(generation: Int(generation), page: Int(page))
+        }
     }
 
     var value: [UInt8] { JSONValue.object(["generation": .integer(Int64(generation)), "page": .integer(Int64(page))]).serialized }
@@ -155,11 +168,18 @@ public struct ConsumerClaim: Sendable, Equatable {
         self.instance = instance
     }
 
-    init?(entry: KeyValueBucket.Entry) {
-        guard entry.isPresent, let json = try? JSONValue(parsing: entry.value), let feed = json["feed"]?.stringValue,
-            let consumer = json["consumer"]?.stringValue, let instance = json["instance"]?.stringValue
-        else { return nil }
-        self.init(feed: feed, consumer: consumer, instance: instance)
+    /// The claim in `value` (unsealed), which must be the one its key `key` names.
+    static func decode(key: String, value: [UInt8], address: String) -> Result<ConsumerClaim, Rejection> {
+        let record = RecordFields(value, .claim, at: address)
+        return record.get { fields throws(Rejection) in
+            let feed = try record.string(fields, "feed", maximumBytes: RecordLimits.feedBytes)
+            let consumer = try record.string(fields, "consumer", maximumBytes: RecordLimits.consumerBytes)
+            let instance = try record.string(fields, "instance", maximumBytes: RecordLimits.instanceBytes)
+            guard RecordLimits.isFeedName(feed), ClusterStore.consumerKey(feed: feed, consumer: consumer) == key else {
+                throw record.rejection("it claims consumer \"\(consumer)\" of feed \"\(feed)\", which is not what its key names")
+            }
+            return ConsumerClaim(feed: feed, consumer: consumer, instance: instance)
+        }
     }
 
     var value: [UInt8] { JSONValue.object(["feed": .string(feed), "consumer": .string(consumer), "instance": .string(instance)]).serialized }

@@ -27,14 +27,12 @@ final class ConnectionHandles: @unchecked Sendable {
         self.requestTimeout = requestTimeout
     }
 
-    /// Builds libnats's options from `options` and connects; blocks up to the connect timeout.
-    static func connect(_ options: NATSClient.Options, events: ConnectionEvents) throws(NATSError) -> ConnectionHandles {
-        let operation = "connect to \(options.servers.joined(separator: ", "))"
-        // libnats reads the credentials file on every connect attempt and, retrying failed
-        // connects, would retry a missing file forever without a word.
-        if let credentials = options.credentialsFile, access(credentials, R_OK) != 0 {
-            throw NATSError(.failed, operation: operation, reason: "cannot read the credentials file \(credentials): \(String(cString: strerror(errno)))")
-        }
+    /// Builds libnats's options and makes one attempt to connect to each server; blocks up to the
+    /// connect timeout per server. Once connected, libnats reconnects by itself, forever; a
+    /// failed attempt throws (telling an unreachable cluster from a refusal) and is retried by
+    /// the caller, so that each attempt's reason is known, which libnats's own retrying keeps to itself.
+    static func connect(_ options: NATSClient.Options, secrets: ConnectionSecrets, events: ConnectionEvents) throws(NATSError) -> ConnectionHandles {
+        let operation = "connect to \(options.servers.map(NATSClient.redacted).joined(separator: ", "))"
         var natsOptions: OpaquePointer?
         var status = natsOptions_Create(&natsOptions)
         guard status == NATS_OK, let natsOptions else { throw NATSError(status: status, operation: operation) }
@@ -43,49 +41,23 @@ final class ConnectionHandles: @unchecked Sendable {
         // The callbacks reach `events` through an unretained pointer that is retained here and
         // released by the closed callback, which libnats promises is the last one it makes.
         let closure = Unmanaged.passRetained(events).toOpaque()
-        var steps: [() -> natsStatus] = [
-            { withCStrings(options.servers) { natsOptions_SetServers(natsOptions, $0, Int32(options.servers.count)) } },
-            { natsOptions_SetName(natsOptions, options.name) },
-            { natsOptions_SetTimeout(natsOptions, options.requestTimeout.milliseconds) },
-            // Never give up on the cluster, at start or later: the instance degrades and rejoins.
-            { natsOptions_SetMaxReconnect(natsOptions, -1) },
-            { natsOptions_SetReconnectWait(natsOptions, options.reconnectWait.milliseconds) },
-            { natsOptions_SetPingInterval(natsOptions, options.pingInterval.milliseconds) },
-            { natsOptions_SetMaxPingsOut(natsOptions, 2) },
-            { natsOptions_SetRetryOnFailedConnect(natsOptions, true, { _, closure in ConnectionEvents.from(closure).connected() }, closure) },
-            { natsOptions_SetReconnectedCB(natsOptions, { _, closure in ConnectionEvents.from(closure).connected() }, closure) },
-            { natsOptions_SetDisconnectedCB(natsOptions, { _, closure in ConnectionEvents.from(closure).disconnected() }, closure) },
-            {
-                natsOptions_SetClosedCB(
-                    natsOptions,
-                    { _, closure in
-                        ConnectionEvents.from(closure).closed()
-                        Unmanaged<ConnectionEvents>.fromOpaque(closure!).release()
-                    }, closure)
-            },
-        ]
-        // libnats 3.4 reads no meaning into a `tls://` scheme: without this it would fall back to
-        // plain text with any server that does not demand TLS.
-        if options.trustedCertificatesFile != nil || options.servers.contains(where: { $0.lowercased().hasPrefix("tls://") }) {
-            steps.append { natsOptions_SetSecure(natsOptions, true) }
-        }
-        if let credentials = options.credentialsFile {
-            steps.append { natsOptions_SetUserCredentialsFromFiles(natsOptions, credentials, nil) }
-        }
-        if let authorities = options.trustedCertificatesFile {
-            steps.append { natsOptions_LoadCATrustedCertificates(natsOptions, authorities) }
-        }
-        for step in steps where status == NATS_OK { status = step() }
+        let isSecure = isSecure(options, secrets)
+        status = configure(natsOptions, options, secrets, closure: closure)
 
         var connection: OpaquePointer?
         if status == NATS_OK { status = natsConnection_Connect(&connection, natsOptions) }
-        guard status == NATS_OK || status == NATS_NOT_YET_CONNECTED, let connection else {
-            let error = NATSError(status: status, operation: operation)
+        guard status == NATS_OK, let connection else {
+            var error = NATSError(status: status, operation: operation)
+            // With TLS 1.3 the client finishes its handshake before the server has checked the
+            // client's certificate; a server that refuses it just closes the connection, which
+            // the client sees as the server's first answer missing.
+            if isSecure, status == NATS_PROTOCOL_ERROR || error.code == .unavailable, error.reason.contains("Expected") || error.reason.hasPrefix("SSL") {
+                error = NATSError(.tls, operation: operation, reason: "the server closed the TLS connection at once; does it require a client certificate (tls_cert, tls_key) it trusts? (\(error.reason))")
+            }
             // No connection, so no closed callback will ever release `events`.
             Unmanaged<ConnectionEvents>.fromOpaque(closure).release()
             throw error
         }
-        if status == NATS_OK { events.connectedAtStart() }
 
         var jetStreamOptions = jsOptions()
         jsOptions_Init(&jetStreamOptions)
@@ -99,6 +71,47 @@ final class ConnectionHandles: @unchecked Sendable {
         }
         return ConnectionHandles(connection: connection, jetStream: jetStream, requestTimeout: options.requestTimeout.milliseconds)
     }
+
+    /// libnats 3.4 reads no meaning into a `tls://` scheme: without `natsOptions_SetSecure` it
+    /// would fall back to plain text with any server that does not demand TLS.
+    private static func isSecure(_ options: NATSClient.Options, _ secrets: ConnectionSecrets) -> Bool {
+        !secrets.tls.isEmpty || options.servers.contains(where: { $0.lowercased().hasPrefix("tls://") })
+    }
+
+    /// Sets `options` and `secrets` on libnats's options, and the callbacks that tell `closure`'s events.
+    private static func configure(
+        _ natsOptions: OpaquePointer, _ options: NATSClient.Options, _ secrets: ConnectionSecrets, closure: UnsafeMutableRawPointer
+    ) -> natsStatus {
+        var steps: [() -> natsStatus] = [
+            { withCStrings(options.servers) { natsOptions_SetServers(natsOptions, $0, Int32(options.servers.count)) } },
+            { natsOptions_SetName(natsOptions, options.name) },
+            { natsOptions_SetTimeout(natsOptions, options.requestTimeout.milliseconds) },
+            // Never give up on the cluster once reached: the instance degrades and rejoins.
+            { natsOptions_SetMaxReconnect(natsOptions, -1) },
+            { natsOptions_SetReconnectWait(natsOptions, options.reconnectWait.milliseconds) },
+            { natsOptions_SetPingInterval(natsOptions, options.pingInterval.milliseconds) },
+            { natsOptions_SetMaxPingsOut(natsOptions, 2) },
+            { natsOptions_SetReconnectedCB(natsOptions, { connection, closure in ConnectionEvents.from(closure).connected(to: connectedServerURL(of: connection)) }, closure) },
+            { natsOptions_SetDisconnectedCB(natsOptions, { connection, closure in ConnectionEvents.from(closure).disconnected(reason: lastError(of: connection)) }, closure) },
+            { natsOptions_SetErrorHandler(natsOptions, { _, _, status, closure in ConnectionEvents.from(closure).asynchronousError(status) }, closure) },
+            {
+                natsOptions_SetClosedCB(
+                    natsOptions,
+                    { connection, closure in
+                        ConnectionEvents.from(closure).closedByLibrary(reason: lastError(of: connection))
+                        Unmanaged<ConnectionEvents>.fromOpaque(closure!).release()
+                    }, closure)
+            },
+        ]
+        if isSecure(options, secrets) { steps.append { natsOptions_SetSecure(natsOptions, true) } }
+        steps.append { secrets.apply(to: natsOptions) }
+        var status = NATS_OK
+        for step in steps where status == NATS_OK { status = step() }
+        return status
+    }
+
+    /// The URL of the server the connection is on, without credentials.
+    var serverURL: String { FeedCluster.connectedServerURL(of: connection) }
 
     /// Closes the connection and frees both handles; blocks while libnats flushes.
     func destroy() {
@@ -114,6 +127,26 @@ extension Duration {
         let (seconds, attoseconds) = components
         return seconds * 1_000 + attoseconds / 1_000_000_000_000_000
     }
+}
+
+/// The URL of the server `connection` is connected to, without credentials.
+func connectedServerURL(of connection: OpaquePointer?) -> String {
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard natsConnection_GetConnectedUrl(connection, &buffer, buffer.count) == NATS_OK else { return "?" }
+    return NATSClient.redacted(text(of: buffer))
+}
+
+/// The text in a C buffer, up to its first NUL.
+func text(of buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+/// libnats's words for the connection's last error, such as `Stale Connection`.
+private func lastError(of connection: OpaquePointer?) -> String {
+    var text: UnsafePointer<CChar>?
+    let status = natsConnection_GetLastError(connection, &text)
+    if let text, text.pointee != 0 { return String(cString: text) }
+    return status == NATS_OK ? "the server closed the connection" : String(cString: natsStatus_GetText(status))
 }
 
 /// Calls `body` with a C array of C strings that live as long as the call.

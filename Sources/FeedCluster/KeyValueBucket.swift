@@ -17,17 +17,17 @@ public struct KeyValueBucket: Sendable {
     let store: UnsafeHandle
     public let name: String
 
-    /// The key's latest value, or nil if it was never written or is deleted.
+    /// The key's latest value, or nil if it was never written or is deleted, as the bucket's
+    /// stream leader has it. Every read of a bucket decides something (whether a lease is free,
+    /// where a consumer resumes, which generation is current), so none is a direct get, which
+    /// any replica answers (libnats's `kvStore_Get` uses one on buckets that allow it): a replica
+    /// that is cut off or catching up would answer without writes the fleet already confirmed.
     public func entry(_ key: String) async throws(NATSError) -> Entry? {
-        let operation = describe("read", key)
-        return try await client.perform(operation) { [store] _ throws(NATSError) in
-            var entry: OpaquePointer?
-            let status = kvStore_Get(&entry, store.pointer, key)
-            defer { kvEntry_Destroy(entry) }
-            if status == NATS_NOT_FOUND { return nil }
-            guard status == NATS_OK, let entry else { throw NATSError(status: status, operation: operation) }
-            return Self.entry(copying: entry)
-        }
+        guard let message = try await client.lastMessage(stream: "KV_\(name)", subject: "$KV.\(name).\(key)", from: .leader) else { return nil }
+        // A deletion is a message too, marked by its header.
+        let operation = message.headers["KV-Operation"]
+        guard operation != "DEL", operation != "PURGE" else { return nil }
+        return Entry(key: key, value: message.payload, revision: message.sequence, isPresent: true)
     }
 
     /// Writes `value` only if `key` has no value (never written, or deleted); returns the revision.

@@ -12,8 +12,11 @@ import Foundation
 ///   own that turns libnats's blocking `next` into an `AsyncStream`.
 /// - While the connection is down, calls fail at once with ``NATSError/Code/unavailable`` instead
 ///   of queueing in libnats's reconnect buffer, so a caller learns of the outage immediately.
-/// - The connection never gives up: an unreachable cluster at start, or a lost one later, is
-///   retried forever in the background, and ``states()`` says when it is back.
+/// - The connection never gives up on its own: an unreachable (or refusing) cluster at start is
+///   tried again every ``Options/reconnectWait``, each failed attempt told by ``reports()`` with
+///   its reason; a connection lost later is re-established by libnats, and ``states()`` says
+///   when it is back. (libnats itself gives up if a server refuses the credentials twice in a
+///   row after a reconnection: ``ConnectionReport/gaveUp(reason:)``.)
 public final class NATSClient: Sendable {
     /// How to reach the cluster and how patient to be with it.
     public struct Options: Sendable {
@@ -21,15 +24,15 @@ public final class NATSClient: Sendable {
         public var servers: [String]
         /// The connection's name, as the servers' monitoring shows it.
         public var name: String
-        /// A NATS credentials file (JWT and NKey seed), if the cluster requires one.
-        public var credentialsFile: String?
-        /// A PEM file of the certificate authorities to trust for `tls://` servers.
-        public var trustedCertificatesFile: String?
+        /// Who this client is to the servers.
+        public var authentication = Authentication.none
+        /// Whom to trust, and the client certificate for servers that verify clients.
+        public var tls = TLSFiles()
         /// The longest any single call waits for the cluster (JetStream requests and connects).
         public var requestTimeout: Duration = .seconds(2)
         /// How often an idle connection is pinged; two unanswered pings mark it disconnected.
         public var pingInterval: Duration = .seconds(2)
-        /// The pause between two rounds of reconnection attempts.
+        /// The pause between two rounds of connection attempts.
         public var reconnectWait: Duration = .milliseconds(500)
 
         public init(servers: [String], name: String) {
@@ -44,9 +47,11 @@ public final class NATSClient: Sendable {
         public let payload: [UInt8]
         /// Each header's first value.
         public var headers: [String: String] = [:]
+        /// Its sequence number in a stream, for a message read from one (0 otherwise).
+        public var sequence: UInt64 = 0
     }
 
-    /// What a ``publish(subject:payload:messageID:onlyIfSubjectIsEmpty:)`` did.
+    /// What a ``publish(subject:payload:headers:messageID:onlyIfSubjectIsEmpty:)`` did.
     public enum PublishOutcome: Sendable, Equatable {
         /// The stream stored the message under this sequence number.
         case stored(sequence: UInt64)
@@ -54,31 +59,65 @@ public final class NATSClient: Sendable {
         case duplicate
     }
 
-    let handles: ConnectionHandles
+    let options: Options
+    private let secrets: ConnectionSecrets
+    /// Set once, by the first attempt that connects; never replaced (buckets are bound to it).
+    private let connection = Locked<ConnectionHandles?>(nil)
     let events: ConnectionEvents
     let workers: BlockingWorkers
     private let pumps = Locked<[ObjectIdentifier: StreamPump]>([:])
     private let buckets = Locked<[UnsafeHandle]>([])
     private let isClosing = Locked(false)
 
-    private init(handles: ConnectionHandles, events: ConnectionEvents, workers: BlockingWorkers) {
-        self.handles = handles
-        self.events = events
-        self.workers = workers
+    private init(options: Options, secrets: ConnectionSecrets) {
+        self.options = options
+        self.secrets = secrets
+        events = ConnectionEvents()
+        workers = BlockingWorkers(threadCount: 4, name: "feedd-nats")
     }
 
-    /// Connects to the cluster. Returns as soon as the first attempt is over: if no server
-    /// answered, the client keeps trying in the background and ``state`` is `.disconnected`.
-    /// Throws only for what retrying cannot fix, such as an unreadable credentials file.
+    /// Connects to the cluster. Returns as soon as the first attempt is over: if it failed, the
+    /// client keeps trying in the background, ``state`` is `.disconnected`, and ``reports()``
+    /// says why each attempt failed. Throws only for what retrying cannot fix, such as an
+    /// unreadable password or credentials file.
     public static func connect(_ options: Options) async throws(NATSError) -> NATSClient {
-        let workers = BlockingWorkers(threadCount: 4, name: "feedd-nats")
-        let events = ConnectionEvents()
+        let client = NATSClient(options: options, secrets: try ConnectionSecrets.read(options))
+        if let failure = await client.attemptToConnect() {
+            client.events.report(.attemptFailed(failure))
+            Task { await client.keepConnecting(lastFailure: failure) }
+        }
+        return client
+    }
+
+    /// One attempt; nil once connected.
+    private func attemptToConnect() async -> NATSError? {
+        let (options, secrets, events) = (options, secrets, events)
         do {
-            let handles = try await workers.run { () throws(NATSError) in try ConnectionHandles.connect(options, events: events) }
-            return NATSClient(handles: handles, events: events, workers: workers)
+            let handles = try await workers.run { () throws(NATSError) in try ConnectionHandles.connect(options, secrets: secrets, events: events) }
+            let kept = isClosing.withLock { closing in
+                connection.withLock { if !closing { $0 = handles } }
+                return !closing
+            }
+            guard kept else {
+                Thread.detachNewThread { handles.destroy() }
+                return nil
+            }
+            events.connected(to: handles.serverURL)
+            return nil
         } catch {
-            await workers.stop()
-            throw error
+            return error
+        }
+    }
+
+    /// Attempts again every ``Options/reconnectWait`` until one connects or the client is closed,
+    /// reporting an attempt's failure whenever it differs from the one before.
+    private func keepConnecting(lastFailure: NATSError) async {
+        var last = lastFailure.description
+        while !isClosing.withLock({ $0 }) {
+            try? await Task.sleep(for: options.reconnectWait)
+            guard let failure = await attemptToConnect() else { return }
+            if failure.description != last { events.report(.attemptFailed(failure)) }
+            last = failure.description
         }
     }
 
@@ -87,6 +126,12 @@ public final class NATSClient: Sendable {
 
     /// The connection's state now, then every change, until the client is closed.
     public func states() -> AsyncStream<ConnectionState> { events.subscribe() }
+
+    /// Every connection, loss, recovery and refusal from now on, until the client is closed.
+    public func reports() -> AsyncStream<ConnectionReport> { events.subscribeToReports() }
+
+    /// How many times the connection was made again after it was lost.
+    public var reconnections: Int { events.reconnections }
 
     /// Waits `pause`, then until the connection is up; false if the client was closed meanwhile.
     func isConnected(after pause: Duration) async -> Bool {
@@ -98,12 +143,12 @@ public final class NATSClient: Sendable {
         return false
     }
 
-    /// The URL of the server the client is connected to, or nil while disconnected.
+    /// The URL of the server the client is connected to (without credentials), or nil while disconnected.
     public func connectedServer() async -> String? {
         try? await perform("read the connected server's URL") { handles in
             var buffer = [CChar](repeating: 0, count: 256)
             guard natsConnection_GetConnectedUrl(handles.connection, &buffer, buffer.count) == NATS_OK, buffer[0] != 0 else { return nil }
-            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return Self.redacted(text(of: buffer))
         }
     }
 
@@ -121,8 +166,9 @@ public final class NATSClient: Sendable {
         // No call may use the handles once they are freed: let the workers finish first.
         await workers.stop()
         let buckets = buckets.withLock { $0 }
+        guard let handles = connection.withLock({ $0 }) else { return }
         await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
-            let thread = Thread { [handles] in
+            let thread = Thread {
                 for bucket in buckets { kvStore_Destroy(bucket.pointer) }
                 handles.destroy()
                 finished.resume()
@@ -134,113 +180,19 @@ public final class NATSClient: Sendable {
 
     // MARK: Calls on the workers
 
+    /// Keeps `bucket` until ``close()``, which frees it before the connection.
+    func remember(bucket: UnsafeHandle) {
+        buckets.withLock { $0.append(bucket) }
+    }
+
     /// Runs `body` with the connection's handles on a worker thread; fails at once while disconnected.
     func perform<Value: Sendable>(
         _ operation: @autoclosure () -> String, _ body: @escaping @Sendable (ConnectionHandles) throws(NATSError) -> Value
     ) async throws(NATSError) -> Value {
-        guard events.state == .connected else {
+        guard events.state == .connected, let handles = connection.withLock({ $0 }) else {
             throw NATSError(.unavailable, operation: operation(), reason: "not connected to the NATS cluster")
         }
-        return try await workers.run { [handles] () throws(NATSError) in try body(handles) }
-    }
-
-    /// Makes sure the stream `configuration` exists; one made earlier with other settings is kept.
-    public func addStream(_ configuration: StreamConfiguration) async throws(NATSError) {
-        try await perform("create stream \"\(configuration.name)\"") { handles throws(NATSError) in
-            try configuration.withCConfig { config throws(NATSError) in
-                var serverError = jsErrCode(rawValue: 0)
-                var info: UnsafeMutablePointer<jsStreamInfo>?
-                let status = js_AddStream(&info, handles.jetStream, &config, nil, &serverError)
-                jsStreamInfo_Destroy(info)
-                guard status != NATS_OK, serverError != JSStreamNameExistErr else { return }
-                let failure = NATSError(status: status, operation: "create stream \"\(configuration.name)\"", serverError: serverError)
-                // Another instance may have created it in between, or with other settings.
-                let existing = js_GetStreamInfo(&info, handles.jetStream, configuration.name, nil, nil)
-                jsStreamInfo_Destroy(info)
-                guard existing == NATS_OK else { throw failure }
-            }
-        }
-    }
-
-    /// Opens the key-value bucket `configuration`, creating it if it does not exist yet.
-    public func keyValueBucket(_ configuration: BucketConfiguration) async throws(NATSError) -> KeyValueBucket {
-        let store = try await perform("open bucket \"\(configuration.name)\"") { handles throws(NATSError) in
-            try configuration.open(in: handles.jetStream)
-        }
-        buckets.withLock { $0.append(store) }
-        return KeyValueBucket(client: self, store: store, name: configuration.name)
-    }
-
-    /// Publishes `payload` (with `headers`) on `subject` into the stream that captures it and
-    /// waits for the stream's acknowledgement. `messageID` de-duplicates within the stream's
-    /// duplicate window; `onlyIfSubjectIsEmpty` refuses the message, for good, when the subject
-    /// already holds one.
-    public func publish(
-        subject: String, payload: [UInt8], headers: [String: String] = [:], messageID: String, onlyIfSubjectIsEmpty: Bool
-    ) async throws(NATSError) -> PublishOutcome {
-        let operation = "publish on \"\(subject)\""
-        return try await perform(operation) { handles throws(NATSError) in
-            var options = jsPubOptions()
-            jsPubOptions_Init(&options)
-            options.ExpectNoMessage = onlyIfSubjectIsEmpty
-            let result: Result<PublishOutcome, NATSError> = messageID.withCString { id in
-                options.MsgId = id
-                var acknowledgement: UnsafeMutablePointer<jsPubAck>?
-                var serverError = jsErrCode(rawValue: 0)
-                var message: OpaquePointer?
-                var status = payload.withUnsafeBytes {
-                    natsMsg_Create(&message, subject, nil, $0.baseAddress?.assumingMemoryBound(to: CChar.self), Int32($0.count))
-                }
-                defer { natsMsg_Destroy(message) }
-                for (name, value) in headers.sorted(by: { $0.key < $1.key }) where status == NATS_OK {
-                    status = natsMsgHeader_Set(message, name, value)
-                }
-                if status == NATS_OK { status = js_PublishMsg(&acknowledgement, handles.jetStream, message, &options, &serverError) }
-                defer { jsPubAck_Destroy(acknowledgement) }
-                if status == NATS_OK, let acknowledgement {
-                    return .success(acknowledgement.pointee.Duplicate ? .duplicate : .stored(sequence: acknowledgement.pointee.Sequence))
-                }
-                let error = NATSError(status: status, operation: operation, serverError: serverError)
-                // A subject that already holds a message answers "wrong last sequence".
-                if error.code == .conflict, onlyIfSubjectIsEmpty { return .success(.duplicate) }
-                return .failure(error)
-            }
-            return try result.get()
-        }
-    }
-
-    /// The last message on `subject` in `stream`, or nil if it has none.
-    /// Read with a direct get, which any replica answers, not only the stream's leader.
-    public func lastMessage(stream: String, subject: String) async throws(NATSError) -> Message? {
-        let operation = "read the last message on \"\(subject)\" from stream \"\(stream)\""
-        return try await perform(operation) { handles throws(NATSError) in
-            let result: Result<Message?, NATSError> = subject.withCString { subjectPointer in
-                var options = jsDirectGetMsgOptions()
-                jsDirectGetMsgOptions_Init(&options)
-                options.LastBySubject = subjectPointer
-                var message: OpaquePointer?
-                let status = js_DirectGetMsg(&message, handles.jetStream, stream, nil, &options)
-                defer { natsMsg_Destroy(message) }
-                if status == NATS_NOT_FOUND { return .success(nil) }
-                guard status == NATS_OK, let message else { return .failure(NATSError(status: status, operation: operation)) }
-                return .success(Self.copy(message))
-            }
-            return try result.get()
-        }
-    }
-
-    /// Removes every message on `subject` (wildcards allowed) from `stream`.
-    public func purge(stream: String, subject: String) async throws(NATSError) {
-        let operation = "purge \"\(subject)\" from stream \"\(stream)\""
-        try await perform(operation) { handles throws(NATSError) in
-            let status = subject.withCString { subject in
-                var options = jsOptions()
-                jsOptions_Init(&options)
-                options.Stream.Purge.Subject = subject
-                return js_PurgeStream(handles.jetStream, stream, &options, nil)
-            }
-            guard status == NATS_OK else { throw NATSError(status: status, operation: operation) }
-        }
+        return try await workers.run { () throws(NATSError) in try body(handles) }
     }
 
     /// Every message published on `subject` (wildcards allowed) from now on, as long as the
@@ -249,7 +201,10 @@ public final class NATSClient: Sendable {
     public func subscribe(to subject: String) async -> AsyncStream<Message> {
         let source = BlockingSource<Message>(
             reopenAfterReconnect: false,
-            open: { [handles] () throws(NATSError) -> UnsafeHandle in
+            open: { [connection] () throws(NATSError) -> UnsafeHandle in
+                guard let handles = connection.withLock({ $0 }) else {
+                    throw NATSError(.unavailable, operation: "subscribe to \"\(subject)\"", reason: "not connected to the NATS cluster")
+                }
                 var subscription: OpaquePointer?
                 var status = natsConnection_SubscribeSync(&subscription, handles.connection, subject)
                 if status == NATS_OK { status = natsSubscription_SetPendingLimits(subscription, -1, -1) }
@@ -304,7 +259,8 @@ public final class NATSClient: Sendable {
             }
             free(keys)
         }
-        return Message(subject: String(cString: natsMsg_GetSubject(message)), payload: payload(of: message), headers: headers)
+        return Message(
+            subject: String(cString: natsMsg_GetSubject(message)), payload: payload(of: message), headers: headers, sequence: natsMsg_GetSequence(message))
     }
 
     static func payload(of message: OpaquePointer) -> [UInt8] {

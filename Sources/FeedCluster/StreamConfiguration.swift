@@ -10,13 +10,20 @@ public struct StreamConfiguration: Sendable {
     public var maxMessagesPerSubject: Int
     /// How long a message id is remembered for de-duplication.
     public var duplicateWindow: Duration
+    /// A subject holding its ``maxMessagesPerSubject`` refuses more, whoever publishes
+    /// (discard new, per subject; nats-server 2.9 has it), instead of dropping its oldest.
+    public var keepsFirstMessagePerSubject: Bool
 
-    public init(name: String, subjects: [String], replicas: Int, maxMessagesPerSubject: Int, duplicateWindow: Duration) {
+    public init(
+        name: String, subjects: [String], replicas: Int, maxMessagesPerSubject: Int, duplicateWindow: Duration,
+        keepsFirstMessagePerSubject: Bool = false
+    ) {
         self.name = name
         self.subjects = subjects
         self.replicas = replicas
         self.maxMessagesPerSubject = maxMessagesPerSubject
         self.duplicateWindow = duplicateWindow
+        self.keepsFirstMessagePerSubject = keepsFirstMessagePerSubject
     }
 
     /// Calls `body` with libnats's form of this configuration, valid for the call only.
@@ -29,8 +36,12 @@ public struct StreamConfiguration: Sendable {
         config.MaxMsgsPerSubject = Int64(maxMessagesPerSubject)
         // Stream and bucket durations are nanoseconds, unlike libnats's options (milliseconds).
         config.Duplicates = duplicateWindow.milliseconds * 1_000_000
-        // Direct gets let any replica answer a read, not only the leader.
+        // Direct gets let any replica answer a read, not only the leader (see ``Freshness``).
         config.AllowDirect = true
+        if keepsFirstMessagePerSubject {
+            config.Discard = js_DiscardNew
+            config.DiscardNewPerSubject = true
+        }
         let result: Result<Value, NATSError> = withCStrings(subjects) { subjectPointers in
             name.withCString { name in
                 config.Name = name
@@ -74,7 +85,7 @@ public struct BucketConfiguration: Sendable {
             return js_CreateKeyValue(&store, jetStream, &config)
         }
         if status == NATS_OK, let store { return UnsafeHandle(store) }
-        let failure = NATSError(status: status, operation: "create bucket \"\(name)\"")
+        let failure = NATSError(status: status, operation: "create bucket \"\(name)\"").whileForming
         guard js_KeyValue(&store, jetStream, name) == NATS_OK, let store else { throw failure }
         return UnsafeHandle(store)
     }

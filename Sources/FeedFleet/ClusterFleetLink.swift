@@ -12,25 +12,39 @@ import Foundation
 /// and `source_page`. `nats sub` shows it; readers of the feed need only the line.
 public final class ClusterFleetLink: FleetLink {
     public let store: ClusterStore
-    private let logger: Logger
+    let logger: Logger
     private let board = PublicationBoard()
+    /// The figures the link keeps itself (the store and its client keep the others).
+    let figures = Locked(LinkFigures())
     /// Who reads the pages of each feed, and whether the subscription that feeds them is up.
     private let readers = Locked<(byFeed: [String: [UUID: AsyncStream<FleetPage>.Continuation]], isSubscribed: Bool)>(([:], false))
     /// The header that carries what the engine needs to page on from a published page.
     static let pageHeader = "Feedd-Page"
 
+    /// A link on `store`; it logs what happens to the connection from now on.
     public init(store: ClusterStore, logger: Logger) {
         self.store = store
         self.logger = logger
+        watchConnection()
     }
 
     /// Connects to the cluster of `settings`; an unreachable one is retried in the background.
+    /// Throws for what retrying cannot fix: a secret file or the fleet key that cannot be read.
     public static func connect(_ settings: ClusterSettings, instance: String, logger: Logger) async throws(NATSError) -> ClusterFleetLink {
         var configuration = ClusterStore.Configuration(
             servers: settings.servers, name: settings.name, replicas: settings.replicas, lease: settings.lease, instance: instance)
-        configuration.credentialsFile = settings.credentialsFile
-        configuration.trustedCertificatesFile = settings.trustedCertificatesFile
-        return ClusterFleetLink(store: try await ClusterStore.connect(configuration), logger: logger)
+        configuration.authentication =
+            switch settings.authentication {
+            case .none: .none
+            case .password(let user, let passwordFile): .password(user: user, passwordFile: passwordFile)
+            case .token(let file): .token(file: file)
+            case .nkeySeed(let file): .nkeySeed(file: file)
+            case .credentials(let file): .credentials(file: file)
+            }
+        configuration.tls = NATSClient.TLSFiles(
+            trustedCertificates: settings.trustedCertificatesFile, certificate: settings.certificateFile, privateKey: settings.privateKeyFile)
+        configuration.fleetKey = try settings.keyFile.map { path throws(NATSError) in try FleetKey(contentsOf: path) }
+        return ClusterFleetLink(store: try await ClusterStore.connect(configuration, logger: logger), logger: logger)
     }
 
     public var name: String { store.configuration.name }
@@ -69,7 +83,9 @@ public final class ClusterFleetLink: FleetLink {
             let current = try await store.generation(of: feed)
             // Another instance's refresh got there first: that one is the new generation.
             if let current, current.generation > generation { return Self.convert(current) }
-            let started = try await store.startGeneration(of: feed, replacing: current, seed: seed, fingerprint: fingerprint)
+            let started = try await store.startGeneration(
+                of: feed, replacing: current, seed: seed, fingerprint: fingerprint,
+                firstNumber: min(generation, Int(RecordLimits.maximumGeneration)) + 1)
             if let current { forgetPagesLater(of: feed, generation: current.generation) }
             return Self.convert(started)
         }
@@ -107,10 +123,12 @@ public final class ClusterFleetLink: FleetLink {
             try Task.checkCancellation()
             let lease: LeaseOutcome
             do {
-                if let published = try await store.publishedPage(address), let page = Self.fleetPage(published) {
+                if let published = try await store.publishedPage(address), let page = believed(published) {
                     return .page(page, fetchedHere: false)
                 }
+                let asked = ContinuousClock.now
                 lease = try await store.acquireLease(address)
+                figures.withLock { $0.leaseDuration.record(since: asked) }
             } catch {
                 return .unreachable
             }
@@ -120,14 +138,14 @@ public final class ClusterFleetLink: FleetLink {
                 // published the page between the look above and the lease. Looking again costs
                 // a read per fetch; not looking cost an upstream request (the fleet benchmark
                 // saw about one page in 250 fetched twice).
-                if let published = try? await store.publishedPage(address), let page = Self.fleetPage(published) {
+                if let published = try? await store.publishedPage(address), let page = believed(published) {
                     Task { [store] in try? await store.releaseLease(lease) }
                     return .page(page, fetchedHere: false)
                 }
                 return try await fetchHolding(lease, fetch: fetch)
             case .heldElsewhere(let holder, let until):
                 logger.debug("\(address): fetched by \(holder); waiting for its publication")
-                if let published = try await waitForPublication(of: address, orUntil: until), let page = Self.fleetPage(published) {
+                if let published = try await waitForPublication(of: address, orUntil: until), let page = believed(published) {
                     return .page(page, fetchedHere: false)
                 }
             }
@@ -141,11 +159,20 @@ public final class ClusterFleetLink: FleetLink {
         defer { Task { [store] in try? await store.releaseLease(held) } }
         guard let fetched else { return .notYet }
         do {
+            let started = ContinuousClock.now
             let outcome = try await store.publishPage(lease.page, line: fetched.line, headers: [Self.pageHeader: Self.header(of: fetched)])
-            if outcome == .alreadyPublished, let first = try await store.publishedPage(lease.page), let page = Self.fleetPage(first) {
+            figures.withLock { figures in
+                figures.publishDuration.record(since: started)
+                if outcome == .alreadyPublished { figures.refusedPublications += 1 }
+            }
+            clearProblem()
+            // The page published first is the page, for every instance; one that is not valid
+            // (forged) is not served, and this instance serves what it fetched.
+            if outcome == .alreadyPublished, let first = try await store.publishedPage(lease.page), let page = believed(first) {
                 return .page(page, fetchedHere: true)
             }
         } catch {
+            if error.code == .full { figures.withLock { $0.problem = error } }
             logger.warning("\(lease.page): fetched but not published to the fleet: \(error)")
         }
         return .page(fetched, fetchedHere: true)
@@ -222,9 +249,9 @@ public final class ClusterFleetLink: FleetLink {
         if isFirst {
             Task { [store, board] in
                 for await published in await store.pages(of: nil) {
-                    if let page = Self.fleetPage(published) {
-                        for reader in self.readers.withLock({ Array(($0.byFeed[page.feed] ?? [:]).values) }) { reader.yield(page) }
-                    }
+                    // Only a valid page wakes the fetches waiting for it: they would read it again for nothing.
+                    guard let page = self.believed(published) else { continue }
+                    for reader in self.readers.withLock({ Array(($0.byFeed[page.feed] ?? [:]).values) }) { reader.yield(page) }
                     board.published(published)
                 }
                 for reader in self.readers.withLock({ $0.byFeed.values.flatMap(\.values) }) { reader.finish() }
@@ -237,12 +264,15 @@ public final class ClusterFleetLink: FleetLink {
         page.header
     }
 
-    /// The page a published message carries, or nil if it lacks the `Feedd-Page` header.
-    static func fleetPage(_ published: PublishedPage) -> FleetPage? {
-        guard let header = published.headers[pageHeader] else { return nil }
-        return FleetPage(
-            header: Array(header.utf8), feed: published.page.feed, generation: published.page.generation, number: published.page.page,
-            line: published.line)
+    /// The page a published message carries, if it is one (``PublishedPageCheck``); a message
+    /// that is not is counted, logged and dropped.
+    func believed(_ published: PublishedPage) -> FleetPage? {
+        switch PublishedPageCheck.page(published, subject: store.subject(of: published.page)) {
+        case .success(let page): return page
+        case .failure(let rejection):
+            store.rejections.record(rejection)
+            return nil
+        }
     }
 
     // MARK: Consumers
@@ -274,12 +304,21 @@ public final class ClusterFleetLink: FleetLink {
 
     // MARK: Helpers
 
-    /// Runs one call to the store, its failure told the engine's way.
+    /// Runs one call to the store, its failure told the engine's way: a refusal or a full
+    /// JetStream is named as such, and stays the link's ``FleetStatistics/problem`` until it works again.
     private func fleetCall<Value>(_ body: () async throws(NATSError) -> Value) async throws(FleetError) -> Value {
         do {
-            return try await body()
+            let value = try await body()
+            clearProblem()
+            return value
         } catch {
-            throw FleetError("the fleet \"\(name)\" cannot be reached: \(error)")
+            switch error.code {
+            case .authentication, .authorization, .tls, .full:
+                figures.withLock { $0.problem = error }
+                throw FleetError("the fleet \"\(name)\" failed: \(error)")
+            default:
+                throw FleetError("the fleet \"\(name)\" cannot be reached: \(error)")
+            }
         }
     }
 

@@ -1,24 +1,33 @@
 /// A table of options from the config file: a feed's adapter options (its table minus the keys
 /// the daemon itself reads), or the daemon's own `[daemon]` table.
 ///
-/// Reading a key marks it as known; after ``SourceAdapter/init(options:context:)`` returns, every
-/// key the adapter never read is reported as unknown. Accessors return `nil` for an absent key and
-/// throw ``OptionError`` for a value of the wrong type or out of range.
+/// A table declared with its keys (``ConfigKey``, as the daemon builds every table it reads)
+/// knows its keys from them: ``unknownKeys`` are those present and not declared. A table
+/// without declarations (an adapter's test building its options by hand) learns them by
+/// reading: a key read is known. Accessors return `nil` for an absent key and throw
+/// ``OptionError`` for a value of the wrong type or out of range.
 public final class ConfigTable {
     /// The table's dotted name in the config file, such as `feeds.users`.
     public let name: String
     /// Every option as configured, for adapters that pass the table on (the `exec` adapter does).
     public let values: [String: JSONValue]
+    /// The names of the declared keys; nil for a table without declarations.
+    private let declaredNames: Set<String>?
+    /// Declared with ``ConfigKey/otherKeys(_:)``: every key is known.
+    private let acceptsOtherKeys: Bool
     private var readKeys: Set<String> = []
 
-    public init(name: String, values: [String: JSONValue]) {
+    /// A table named `name` holding `values`, whose keys are `declared` (nil: learnt by reading).
+    public init(name: String, values: [String: JSONValue], declared: [ConfigKey]? = nil) {
         self.name = name
         self.values = values
+        declaredNames = declared.map { Set($0.filter { !$0.isOtherKeys }.map(\.name)) }
+        acceptsOtherKeys = declared?.contains(where: \.isOtherKeys) ?? false
     }
 
     /// The options of feed `feed`.
-    public convenience init(feed: String, values: [String: JSONValue]) {
-        self.init(name: "feeds.\(feed)", values: values)
+    public convenience init(feed: String, values: [String: JSONValue], declared: [ConfigKey]? = nil) {
+        self.init(name: "feeds.\(feed)", values: values, declared: declared)
     }
 
     /// The keys present in the table that nothing read.
@@ -26,8 +35,21 @@ public final class ConfigTable {
         values.keys.filter { !readKeys.contains($0) }.sorted()
     }
 
+    /// The keys present in the table that are not its own: not declared, or, for a table
+    /// without declarations, never read.
+    public var unknownKeys: [String] {
+        guard let declaredNames else { return unreadKeys }
+        if acceptsOtherKeys { return [] }
+        return values.keys.filter { !declaredNames.contains($0) && !readKeys.contains($0) }.sorted()
+    }
+
     /// The raw value of `key`, marking it as known.
     public func value(_ key: String) -> JSONValue? {
+        // Reading a key its declarations lack would make the docs and "unknown key" wrong; debug
+        // builds (every test) stop at it, naming the table and the key to declare.
+        assert(
+            declaredNames.map { $0.contains(key) || acceptsOtherKeys } ?? true,
+            "\(name): \"\(key)\" is read but not declared; add a ConfigKey for it")
         readKeys.insert(key)
         return values[key]
     }

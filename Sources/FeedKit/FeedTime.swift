@@ -1,9 +1,16 @@
-import Foundation
-
-/// A point in time read from a feed: RFC 822 (RSS 2.0's `pubDate`) or RFC 3339 / W3C-DTF (Atom,
-/// `dc:date`), written back as RFC 3339 in UTC. Read by hand, byte by byte, since Foundation's
-/// date formatters are slow, locale-bound and accept more than they should. The `rss` adapter
-/// reads entries' dates with it, and the `merge` adapter the `field` it orders by.
+/// A point in time read from a feed, written back as RFC 3339 in UTC.
+///
+/// Reads what feeds write (see the README's list of date forms): RFC 3339, W3C-DTF and ISO 8601
+/// with their partial and compact forms (`2003`, `2003-12`, `20031231`, `2003-335`,
+/// `2004-07-08 23:56:58`), RFC 822 as RSS writes it and its real-world variants (two-digit years,
+/// named zones such as `PT` or `MET`, `GMT-01:01`, missing seconds or time, long month names,
+/// month and day swapped), asctime, Perforce's `2006/09/15`, and the Greek, Hungarian and
+/// Korean forms some old feeds use. A time without a zone is UTC. Anything else, and any field out
+/// of range, is no time at all: a date is never guessed.
+///
+/// Read byte by byte without allocating, since a large document has tens of thousands of dates
+/// and Foundation's formatters are slow, locale-bound and accept more than they should. The
+/// `rss` adapter reads entries' dates with it, and the `merge` adapter the `field` it orders by.
 public struct FeedTime: Sendable, Hashable, Comparable {
     /// Milliseconds since 1970-01-01T00:00:00Z.
     public let millisecondsSinceEpoch: Int64
@@ -14,101 +21,92 @@ public struct FeedTime: Sendable, Hashable, Comparable {
 
     public static func < (lhs: FeedTime, rhs: FeedTime) -> Bool { lhs.millisecondsSinceEpoch < rhs.millisecondsSinceEpoch }
 
-    /// Either form, whichever `text` is; nil for anything else.
+    /// The time `text` gives in any of the forms above; nil for anything else.
     public init?(_ text: String) {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard let time = Self.rfc3339(Array(trimmed.utf8)) ?? Self.rfc822(trimmed) else { return nil }
+        var text = text
+        guard let time = text.withUTF8({ FeedTime(utf8: $0) }) else { return nil }
+        self = time
+    }
+
+    /// The time the UTF-8 bytes give in any of the forms above; nil for anything else.
+    /// Surrounding white space is ignored.
+    public init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        var start = 0
+        var end = bytes.count
+        while start < end, DateScanner.isSpace(bytes[start]) { start += 1 }
+        while end > start, DateScanner.isSpace(bytes[end - 1]) { end -= 1 }
+        guard start < end else { return nil }
+        let trimmed = UnsafeBufferPointer(rebasing: bytes[start..<end])
+        var iso = DateScanner(trimmed)
+        if let time = Self.iso8601(&iso) {
+            self = time
+            return
+        }
+        var rfc822 = DateScanner(trimmed)
+        guard let time = Self.rfc822(&rfc822) else { return nil }
         self = time
     }
 
     /// `2026-11-30T05:00:00Z`, with milliseconds only when there are some.
     public var rfc3339: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        appendRFC3339(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends ``rfc3339``'s UTF-8 bytes to `bytes`, for a writer that builds JSON text directly.
+    public func appendRFC3339(to bytes: inout [UInt8]) {
         let days = millisecondsSinceEpoch >= 0 ? millisecondsSinceEpoch / 86_400_000 : (millisecondsSinceEpoch - 86_399_999) / 86_400_000
         let withinDay = millisecondsSinceEpoch - days * 86_400_000
         let (year, month, day) = Self.civilDate(daysSinceEpoch: days)
         let seconds = withinDay / 1000
-        var text = "\(Self.digits(year, 4))-\(Self.digits(month, 2))-\(Self.digits(day, 2))T"
-        text += "\(Self.digits(seconds / 3600, 2)):\(Self.digits(seconds / 60 % 60, 2)):\(Self.digits(seconds % 60, 2))"
-        if withinDay % 1000 != 0 { text += "." + Self.digits(withinDay % 1000, 3) }
-        return text + "Z"
-    }
-
-    // MARK: RFC 3339 and W3C-DTF
-
-    /// `YYYY-MM-DD`, optionally `T` (or a space) `hh:mm[:ss[.fraction]]` and `Z` or `±hh:mm`.
-    private static func rfc3339(_ bytes: [UInt8]) -> FeedTime? {
-        var reader = ByteReader(bytes)
-        guard let year = reader.number(digits: 4), reader.skip("-"), let month = reader.number(digits: 2), reader.skip("-"),
-            let day = reader.number(digits: 2)
-        else { return nil }
-        var hour: Int64 = 0, minute: Int64 = 0, second: Int64 = 0, millisecond: Int64 = 0, offsetMinutes: Int64 = 0
-        if reader.skip("T") || reader.skip("t") || reader.skip(" ") {
-            guard let h = reader.number(digits: 2), reader.skip(":"), let m = reader.number(digits: 2) else { return nil }
-            (hour, minute) = (h, m)
-            if reader.skip(":") {
-                guard let s = reader.number(digits: 2) else { return nil }
-                second = s
-                if reader.skip(".") || reader.skip(",") {
-                    let fraction = reader.digitRun()
-                    guard !fraction.isEmpty else { return nil }
-                    millisecond = Int64((fraction + "00").prefix(3))!
+        let milliseconds = withinDay % 1000
+        // Written into a fixed buffer first, then appended at once.
+        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        let length = withUnsafeMutableBytes(of: &text) { buffer -> Int in
+            var end = 0
+            func put(_ value: Int64, digits: Int) {
+                var rest = value
+                for index in (0..<digits).reversed() {
+                    buffer[end + index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                    rest /= 10
                 }
+                end += digits
             }
-            if reader.skip("Z") || reader.skip("z") {
-            } else if let sign = reader.sign() {
-                guard let h = reader.number(digits: 2) else { return nil }
-                _ = reader.skip(":")
-                guard let m = reader.number(digits: 2) else { return nil }
-                offsetMinutes = sign * (h * 60 + m)
-            } else {
-                return nil
+            func put(_ character: Unicode.Scalar) {
+                buffer[end] = UInt8(ascii: character)
+                end += 1
             }
+            put(year, digits: 4)
+            put("-")
+            put(month, digits: 2)
+            put("-")
+            put(day, digits: 2)
+            put("T")
+            put(seconds / 3600, digits: 2)
+            put(":")
+            put(seconds / 60 % 60, digits: 2)
+            put(":")
+            put(seconds % 60, digits: 2)
+            if milliseconds != 0 {
+                put(".")
+                put(milliseconds, digits: 3)
+            }
+            put("Z")
+            return end
         }
-        guard reader.atEnd else { return nil }
-        return make(year: year, month: month, day: day, hour: hour, minute: minute, second: second, millisecond: millisecond, offsetMinutes: offsetMinutes)
-    }
-
-    // MARK: RFC 822 (as RFC 1123 and real feeds write it)
-
-    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-    private static let zones: [String: Int64] = [
-        "ut": 0, "utc": 0, "gmt": 0, "z": 0, "est": -300, "edt": -240, "cst": -360, "cdt": -300, "mst": -420, "mdt": -360,
-        "pst": -480, "pdt": -420,
-    ]
-
-    /// `[Day,] DD Mon YYYY hh:mm[:ss] zone`, with a two-digit year read as 19xx or 20xx (before
-    /// 50: 20xx), and a zone that is a name from RFC 822 or `±hhmm`; a missing zone is UTC.
-    private static func rfc822(_ text: String) -> FeedTime? {
-        var words = text.lowercased().split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," }).map(String.init)
-        if let first = words.first, first.first?.isLetter == true { words.removeFirst() }
-        guard words.count == 4 || words.count == 5, let day = Int64(words[0]), (1...2).contains(words[0].count),
-            let monthIndex = months.firstIndex(of: String(words[1].prefix(3))), words[1].count >= 3,
-            var year = Int64(words[2]), words[2].count == 2 || words[2].count == 4
-        else { return nil }
-        if words[2].count == 2 { year += year < 50 ? 2000 : 1900 }
-        let clock = words[3].split(separator: ":", omittingEmptySubsequences: false)
-        guard clock.count == 2 || clock.count == 3, clock.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isASCII) }),
-            let hour = Int64(clock[0]), let minute = Int64(clock[1]), let second = clock.count == 3 ? Int64(clock[2]) : 0
-        else { return nil }
-        var offsetMinutes: Int64 = 0
-        if words.count == 5 {
-            let zone = words[4]
-            if let named = zones[zone] {
-                offsetMinutes = named
-            } else {
-                var reader = ByteReader(Array(zone.utf8))
-                guard let sign = reader.sign(), let h = reader.number(digits: 2), let m = reader.number(digits: 2), reader.atEnd else { return nil }
-                offsetMinutes = sign * (h * 60 + m)
-            }
-        }
-        return make(year: year, month: Int64(monthIndex + 1), day: day, hour: hour, minute: minute, second: second, millisecond: 0,
-            offsetMinutes: offsetMinutes)
+        withUnsafeBytes(of: &text) { bytes.append(contentsOf: $0.prefix(length)) }
     }
 
     // MARK: Arithmetic
 
-    private static func make(
-        year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64, millisecond: Int64, offsetMinutes: Int64
+    /// The instant of a civil date and time at `offsetMinutes` east of UTC; nil when a field is out
+    /// of range (a 31 February, a 25th hour, an offset of a day or more). A leap second counts as
+    /// the second before it.
+    static func make(
+        year: Int64, month: Int64, day: Int64, hour: Int64 = 0, minute: Int64 = 0, second: Int64 = 0, millisecond: Int64 = 0,
+        offsetMinutes: Int64 = 0
     ) -> FeedTime? {
         guard (1...9999).contains(year), (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
             (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second), abs(offsetMinutes) < 24 * 60
@@ -116,6 +114,23 @@ public struct FeedTime: Sendable, Hashable, Comparable {
         let days = daysSinceEpoch(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + min(second, 59) - offsetMinutes * 60
         return FeedTime(millisecondsSinceEpoch: seconds * 1000 + millisecond)
+    }
+
+    /// The date of day `ordinal` (from 1) of `year`; nil past the year's last day.
+    static func monthAndDay(ordinal: Int64, year: Int64) -> (month: Int64, day: Int64)? {
+        var remaining = ordinal
+        guard remaining >= 1 else { return nil }
+        for month in Int64(1)...12 {
+            let length = daysIn(month: month, year: year)
+            if remaining <= length { return (month, remaining) }
+            remaining -= length
+        }
+        return nil
+    }
+
+    /// A two-digit year as RFC 5322 reads it: 00–49 are 2000–2049, 50–99 are 1950–1999.
+    static func fullYear(twoDigits year: Int64) -> Int64 {
+        year < 50 ? 2000 + year : 1900 + year
     }
 
     private static func daysIn(month: Int64, year: Int64) -> Int64 {
@@ -147,52 +162,5 @@ public struct FeedTime: Sendable, Hashable, Comparable {
         let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
         let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
-
-    private static func digits(_ value: Int64, _ width: Int) -> String {
-        let text = String(value)
-        return String(repeating: "0", count: max(0, width - text.count)) + text
-    }
-}
-
-/// Reads ASCII digits and signs from a byte array, for the time formats above.
-private struct ByteReader {
-    let bytes: [UInt8]
-    var position = 0
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    var atEnd: Bool { position == bytes.count }
-
-    mutating func skip(_ character: Unicode.Scalar) -> Bool {
-        guard position < bytes.count, bytes[position] == UInt8(ascii: character) else { return false }
-        position += 1
-        return true
-    }
-
-    /// Exactly `digits` decimal digits.
-    mutating func number(digits: Int) -> Int64? {
-        guard position + digits <= bytes.count else { return nil }
-        var value: Int64 = 0
-        for byte in bytes[position..<position + digits] {
-            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
-            value = value * 10 + Int64(byte - UInt8(ascii: "0"))
-        }
-        position += digits
-        return value
-    }
-
-    /// Every digit from here on, as text (a fraction of a second may have any number of them).
-    mutating func digitRun() -> String {
-        let start = position
-        while position < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[position]) { position += 1 }
-        return String(decoding: bytes[start..<position], as: UTF8.self)
-    }
-
-    /// +1 for `+`, -1 for `-`, nil for anything else.
-    mutating func sign() -> Int64? {
-        if skip("+") { return 1 }
-        if skip("-") { return -1 }
-        return nil
     }
 }

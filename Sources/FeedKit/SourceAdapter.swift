@@ -20,8 +20,8 @@
 ///   generation starts and keeps across restarts, so a page asked for again comes back the same.
 /// - Throw ``SourceError`` to say what went wrong; the daemon retries with backoff, keeps the
 ///   feed up and tells subscribers. Any other error counts as ``SourceError/transient(_:retryAfter:)``.
-/// - Option validation happens in `init`: read every key you support from ``AdapterOptions``;
-///   keys you never read are reported to the user as unknown.
+/// - Option validation happens in `init`: read every key you support from ``AdapterOptions``,
+///   and declare each in ``configKeys``: a key not declared is reported to the user as unknown.
 ///
 /// A complete adapter over a fixed list, paged two at a time:
 ///
@@ -30,6 +30,9 @@
 ///
 /// public struct GreetingSource: SourceAdapter {
 ///     public static let sourceName = "greetings"
+///     public static let configKeys = [
+///         ConfigKey("words", .stringArray, .value(#"["hello", "hola", "salut"]"#), "the greetings, in order"),
+///     ]
 ///     let words: [String]
 ///
 ///     public init(options: AdapterOptions, context: AdapterContext) throws {
@@ -51,6 +54,13 @@
 public protocol SourceAdapter: Sendable {
     /// The name a feed uses to select this adapter: `source = "greetings"`.
     static var sourceName: String { get }
+
+    /// The keys of a feed table that this adapter reads, beside the daemon's own (`source`,
+    /// `prefetch`, `timeout` …): the loader reports any other key as unknown, with the closest
+    /// declared name, and `feedd config-keys` and `feedd.toml(5)` list them. Reading a key not
+    /// declared here stops a debug build. The default, no declarations, leaves the loader to
+    /// report the keys the adapter never read, and documents none.
+    static var configKeys: [ConfigKey] { get }
 
     /// Validates the feed's options and prepares the adapter. Throw ``OptionError`` (or let the
     /// ``AdapterOptions`` accessors throw it) for a wrong, missing or malformed option.
@@ -97,6 +107,8 @@ public protocol SourceAdapter: Sendable {
 }
 
 extension SourceAdapter {
+    public static var configKeys: [ConfigKey] { [] }
+
     public var pageAddressing: PageAddressing { .sequential }
 
     public var memberFeeds: [String] { [] }

@@ -34,11 +34,19 @@ public struct SystemdNotifier: Sendable {
         return .microseconds(Int64(microseconds))
     }
 
-    /// The listening sockets systemd passed (socket activation), in order; empty when none.
-    /// The environment variables are unset so child processes do not see them.
-    public func listeningSockets() -> [Int32] {
-        let count = sd_listen_fds(1)
+    /// The listening sockets systemd passed (socket activation), in order, each with its
+    /// `FileDescriptorName=` (by default the socket unit's name); empty when none. The
+    /// environment variables are unset so child processes do not see them.
+    public func listeningSockets() -> [(descriptor: Int32, name: String)] {
+        var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        let count = sd_listen_fds_with_names(1, &names)
         guard count > 0 else { return [] }
-        return (0..<count).map { SD_LISTEN_FDS_START + $0 }
+        defer {
+            for index in 0..<Int(count) { free(names?[index]) }
+            free(names)
+        }
+        return (0..<count).map { index in
+            (SD_LISTEN_FDS_START + index, names?[Int(index)].map { String(cString: $0) } ?? "")
+        }
     }
 }

@@ -229,13 +229,13 @@ struct ClusterStoreTests {
     @Test func test_a_missing_credentials_or_certificate_authority_file_is_an_error_not_an_endless_retry() async throws {
         let server = try NATSServer()
         var withoutCredentials = ClusterStore.Configuration(servers: [server.url], name: "test", replicas: 1, lease: .seconds(10), instance: "lost")
-        withoutCredentials.credentialsFile = "/nonexistent/feedd.creds"
+        withoutCredentials.authentication = .credentials(file: "/nonexistent/feedd.creds")
         var withoutAuthorities = withoutCredentials
-        withoutAuthorities.credentialsFile = nil
-        withoutAuthorities.trustedCertificatesFile = "/nonexistent/ca.pem"
+        withoutAuthorities.authentication = .none
+        withoutAuthorities.tls.trustedCertificates = "/nonexistent/ca.pem"
         for (configuration, file) in [(withoutCredentials, "/nonexistent/feedd.creds"), (withoutAuthorities, "/nonexistent/ca.pem")] {
             do {
-                let store = try await ClusterStore.connect(configuration)
+                let store = try await ClusterStore.connect(configuration, logger: testLogger)
                 await store.close()
                 Issue.record("connected without \(file)")
             } catch {
@@ -251,7 +251,7 @@ struct ClusterStoreTests {
         var configuration = ClusterStore.Configuration(
             servers: ["nats://127.0.0.1:\(port)"], name: "test", replicas: 1, lease: .seconds(10), instance: "early")
         configuration.requestTimeout = .seconds(1)
-        let store = try await ClusterStore.connect(configuration)
+        let store = try await ClusterStore.connect(configuration, logger: testLogger)
         #expect(store.state == .disconnected)
         await #expect(throws: NATSError.self) { _ = try await store.cursor(feed: "users", consumer: "app") }
         let generations = store.generations()

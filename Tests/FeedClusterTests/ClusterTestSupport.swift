@@ -1,21 +1,27 @@
 import FeedCluster
+import FeedKit
 import Foundation
 import TestSupport
 
 /// A store connected to `servers` as instance `instance`, impatient enough for tests: calls
 /// give up after a second and a frozen server is noticed within about a second and a half.
 func connectedStore(
-    _ servers: [NATSServer], instance: String, name: String = "test", replicas: Int = 1, lease: Duration = .seconds(10)
+    _ servers: [NATSServer], instance: String, name: String = "test", replicas: Int = 1, lease: Duration = .seconds(10),
+    _ configure: (inout ClusterStore.Configuration) -> Void = { _ in }
 ) async throws -> ClusterStore {
     var configuration = ClusterStore.Configuration(servers: servers.map(\.url), name: name, replicas: replicas, lease: lease, instance: instance)
     configuration.requestTimeout = .seconds(1)
     configuration.pingInterval = .milliseconds(500)
-    let store = try await ClusterStore.connect(configuration)
+    configure(&configuration)
+    let store = try await ClusterStore.connect(configuration, logger: testLogger)
     try await waitForState(.connected, of: store)
     // A new cluster elects its JetStream leader a moment after it accepts clients.
     _ = try await retryingWhileUnavailable { try await store.cursor(feed: "warm-up", consumer: "none") }
     return store
 }
+
+/// The stores' logger in tests: lines are dropped (tests read rejections from the counts).
+let testLogger = Logger(sink: DiscardingSink())
 
 /// Waits until `store` reports `state`.
 func waitForState(_ state: ConnectionState, of store: ClusterStore, within limit: Duration = .seconds(15)) async throws {
@@ -36,30 +42,6 @@ func retryingWhileUnavailable<Value: Sendable>(
         } catch let error as NATSError where error.code == .unavailable && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(200))
         }
-    }
-}
-
-/// Runs `body`, failing if it takes longer than `limit`.
-func within<Value: Sendable>(_ limit: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> Value) async throws -> Value {
-    try await withThrowingTaskGroup(of: Value?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else { throw TestFailure("no \(what) within \(limit)") }
-        return value
-    }
-}
-
-/// The next element of `sequence` that satisfies `matching`, within `limit`.
-func next<Element: Sendable>(
-    of sequence: AsyncStream<Element>, within limit: Duration = .seconds(5), _ what: String, matching: @escaping @Sendable (Element) -> Bool = { _ in true }
-) async throws -> Element {
-    try await within(limit, what) {
-        for await element in sequence where matching(element) { return element }
-        throw TestFailure("the stream ended before \(what)")
     }
 }
 

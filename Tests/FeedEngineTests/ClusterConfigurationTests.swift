@@ -30,7 +30,7 @@ import Testing
         let minimal = try #require(try load("[cluster]\nnats = [\"nats://127.0.0.1:4222\"]\n").cluster)
         #expect(minimal == ClusterSettings(servers: ["nats://127.0.0.1:4222"]))
         #expect(minimal.name == "feedd" && minimal.replicas == 1 && minimal.lease == .seconds(10))
-        #expect(minimal.credentialsFile == nil && minimal.trustedCertificatesFile == nil)
+        #expect(minimal.authentication == .none && minimal.trustedCertificatesFile == nil && minimal.keyFile == nil)
 
         let full = try #require(
             try load("""
@@ -45,7 +45,7 @@ import Testing
             ).cluster)
         #expect(full.servers == ["nats://nats-1.internal:4222", "tls://user:secret@nats-2.internal"])
         #expect(full.name == "prod" && full.replicas == 3 && full.lease == .seconds(2))
-        #expect(full.credentialsFile == "/etc/feedd/nats.creds" && full.trustedCertificatesFile == "/etc/feedd/ca.pem")
+        #expect(full.authentication == .credentials(file: "/etc/feedd/nats.creds") && full.trustedCertificatesFile == "/etc/feedd/ca.pem")
     }
 
     @Test func the_nats_list_is_required_and_every_url_must_be_nats_or_tls() {
@@ -72,7 +72,7 @@ import Testing
             "test.toml:3:1: cluster.replicas: must be from 1 to 5, got 0",
             "test.toml:4:1: cluster.name: \"Prod.East\" must match [a-z0-9][a-z0-9_-]{0,63}",
             "test.toml:5:1: cluster.lease: must be longer than zero",
-            "test.toml:6:1: cluster.leases: unknown key",
+            "test.toml:6:1: cluster.leases: unknown key; did you mean \"lease\"?",
         ])
         #expect(problems("cluster = 3\n") == ["test.toml:1:1: cluster: expected a table"])
     }
@@ -96,5 +96,28 @@ import Testing
         #expect(shared == ["local": false, "remote": true, "private": false, "everywhere": true])
         #expect(configuration.feeds.allSatisfy { $0.settings.options["shared"] == nil })
         #expect(problems("[feeds.a]\nsource = \"file\"\npath = \"/a\"\nshared = \"yes\"\n") == ["test.toml:4:1: feeds.a.shared: expected a boolean, got a string"])
+    }
+
+    @Test func each_way_of_authenticating_is_read_and_only_one_may_be_given() throws {
+        let base = "[cluster]\nnats = [\"tls://127.0.0.1:4222\"]\n"
+        func authentication(_ keys: String) throws -> ClusterSettings.Authentication? { try load(base + keys).cluster?.authentication }
+        #expect(try authentication("user = \"feedd\"\npassword_file = \"/p\"\n") == .password(user: "feedd", passwordFile: "/p"))
+        #expect(try authentication("token_file = \"/t\"\n") == .token(file: "/t"))
+        #expect(try authentication("nkey_seed_file = \"/n\"\n") == .nkeySeed(file: "/n"))
+        #expect(try authentication("creds_file = \"/c\"\n") == .credentials(file: "/c"))
+        #expect(try authentication("creds = \"/old\"\n") == .credentials(file: "/old"))
+        let full = try #require(try load(base + "tls_ca = \"/ca\"\ntls_cert = \"/cert\"\ntls_key = \"/key\"\nkey_file = \"/fleet.key\"\n").cluster)
+        #expect(full.trustedCertificatesFile == "/ca" && full.certificateFile == "/cert" && full.privateKeyFile == "/key" && full.keyFile == "/fleet.key")
+
+        #expect(problems(base + "user = \"feedd\"\n") == ["test.toml:3:1: cluster.user: needs password_file (the file holding its password)"])
+        #expect(problems(base + "password_file = \"/p\"\n") == ["test.toml:3:1: cluster.password_file: needs user (whose password it holds)"])
+        #expect(
+            problems(base + "token_file = \"/t\"\nnkey_seed_file = \"/n\"\n")
+                == ["test.toml:4:1: cluster.nkey_seed_file: only one way of authenticating may be given: token_file, nkey_seed_file are"])
+        // A URL that is not right is shown without the password it carries.
+        #expect(
+            problems("[cluster]\nnats = [\"nats://feedd:hunter2@a:99999\"]\n")
+                == ["test.toml:2:1: cluster.nats: \"nats://a:99999\" is not a nats:// or tls:// URL with a host (such as \"nats://nats-1.internal:4222\")"])
+        #expect(problems(base + "tls_cert = \"/cert\"\n") == ["test.toml:3:1: cluster.tls_cert: tls_cert and tls_key go together (a client certificate and its key)"])
     }
 }

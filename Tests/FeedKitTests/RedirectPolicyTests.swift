@@ -41,14 +41,23 @@ import TestSupport
         #expect(elsewhere.received.isEmpty)
     }
 
-    @Test func any_host_follows_it_without_the_bearer_token() async throws {
+    /// A feed's `headers` may hold an API key as well as the bearer token: neither goes on to
+    /// another origin, though `Accept` does.
+    @Test func any_host_follows_it_without_the_bearer_token_or_the_feeds_header_fields() async throws {
         let upstream = try LoopbackUpstream()
         let elsewhere = try LoopbackUpstream()
         upstream.setResource("/old", .redirect(to: "\(elsewhere.baseURL)/new"))
-        elsewhere.setResource("/new", .json(Self.page))
-        #expect(try await Self.http(.anyHost, token: "t0ken").getJSON(URL(string: "\(upstream.baseURL)/old")!).root.value == Self.page)
-        #expect(upstream.received.first?.headers["authorization"] == "Bearer t0ken")
-        #expect(elsewhere.received.count == 1 && elsewhere.received.first?.headers["authorization"] == nil)
+        elsewhere.setResource("/new", .redirect(to: "\(upstream.baseURL)/back"))
+        upstream.setResource("/back", .json(Self.page))
+        var http = Self.http(.anyHost, token: "t0ken")
+        http.headers = ["Accept": "application/json", "X-Api-Key": "k3y"]
+        #expect(try await http.getJSON(URL(string: "\(upstream.baseURL)/old")!).root.value == Self.page)
+        #expect(upstream.received.first?.headers["authorization"] == "Bearer t0ken" && upstream.received.first?.headers["x-api-key"] == "k3y")
+        let sent = try #require(elsewhere.received.first?.headers)
+        #expect(elsewhere.received.count == 1 && sent["authorization"] == nil && sent["x-api-key"] == nil, "\(sent)")
+        #expect(sent["accept"] == "application/json")
+        let back = try #require(upstream.received.last)
+        #expect(back.target == "/back" && back.headers["authorization"] == nil, "once it has left its origin, a request never takes its secrets back")
     }
 
     @Test func never_reports_the_redirect() async throws {
@@ -72,7 +81,7 @@ import TestSupport
     }
 
     @Test func an_upgrade_to_https_on_the_same_host_counts_as_the_same_host() {
-        let plain = RedirectPolicy.URLParts(scheme: "http", host: "example.com", port: 80)
+        let plain = URLOrigin(scheme: "http", host: "example.com", port: 80)
         #expect(RedirectPolicy.sameHost.allows(from: plain, to: .init(scheme: "https", host: "EXAMPLE.com", port: 443)))
         #expect(!RedirectPolicy.sameHost.allows(from: .init(scheme: "https", host: "example.com", port: 443), to: plain), "never a downgrade")
         #expect(!RedirectPolicy.sameHost.allows(from: plain, to: .init(scheme: "http", host: "example.com", port: 8080)))

@@ -36,7 +36,7 @@ import TestSupport
         let upstream = try LoopbackUpstream()
         let directory = try TemporaryDirectory()
         let token = "tok-5ecret-\(UInt32.random(in: 0...UInt32.max))"
-        let tokenFile = try directory.write("api.token", token + "\n")
+        let tokenFile = try directory.writeSecret("api.token", token + "\n")
         upstream.setResource("/private?page=1", .json([["id": "a"]]))
         upstream.setResource("/private?page=2", .json([]))
         upstream.inject(.status(401), times: 2)
@@ -66,7 +66,7 @@ import TestSupport
         #expect(notice["message"]?.stringValue?.contains("HTTP 401 from \(upstream.baseURL)/private?page=1") == true)
         // A rotated token is read on reload, and used although the feed's options did not change.
         let rotated = "rot-\(token)"
-        try directory.write("api.token", rotated)
+        try directory.writeSecret("api.token", rotated)
         daemon.send(signal: SIGHUP)
         _ = try daemon.log.waitForLine(containing: "configuration reloaded")
         try client.send("next private")
@@ -155,13 +155,13 @@ import TestSupport
         }
         #expect(published.last == "c")
         #expect(published.filter { $0 != "c" }.count <= 2, "a page from before the restart may come again, a new one holds only c: \(published)")
-        #expect(FileManager.default.fileExists(atPath: directory.path + "/state/adapters/news/seen-entries.json"))
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/state/adapters/news/published-entries"))
     }
 
     @Test func check_config_reports_http_and_rss_options_at_their_line_without_the_token() throws {
         let directory = try TemporaryDirectory()
         let token = "never-print-\(UInt32.random(in: 0...UInt32.max))"
-        let tokenFile = try directory.write("api.token", "\(token)\nsecond line")
+        let tokenFile = try directory.writeSecret("api.token", "\(token)\nsecond line")
         let config = try directory.write("feedd.toml", """
             [feeds.api]
             source = "http"

@@ -42,6 +42,27 @@ import TestSupport
         #expect(result.output == "\(result.path):6:8: feeds.typo: plugin \(plugin) refused its configuration: unknown option limt\n")
     }
 
+    /// A plugin's refusal is reported in the same run as the config's own mistakes (issue 28).
+    @Test func a_plugin_refusal_and_a_config_mistake_are_reported_together() throws {
+        let directory = try TemporaryDirectory()
+        let plugin = try strictPlugin(in: directory)
+        let result = try checkConfig("""
+            [daemon]
+            prefech = 1
+
+            [feeds.typo]
+            source = "exec"
+            command = ["\(plugin)"]
+            limt = 3
+            """, in: directory)
+        #expect(result.status == 2)
+        #expect(result.output == """
+            \(result.path):2:1: daemon.prefech: unknown key; did you mean "prefetch"?
+            \(result.path):4:8: feeds.typo: plugin \(plugin) refused its configuration: unknown option limt
+
+            """)
+    }
+
     @Test func a_valid_exec_feed_passes_check_config_silently() throws {
         let directory = try TemporaryDirectory()
         let plugin = try strictPlugin(in: directory)

@@ -10,11 +10,15 @@ import TestSupport
     }
 
     func checkConfig(_ config: String, dropIns: [String: String] = [:]) throws -> (Outcome, String) {
+        let (result, path) = try run(config, dropIns: dropIns)
+        return (Outcome(status: result.status, output: result.output + result.errors), path)
+    }
+
+    func run(_ config: String, dropIns: [String: String] = [:]) throws -> (result: (status: Int32, output: String, errors: String), path: String) {
         let directory = try TemporaryDirectory()
         let path = try directory.write("feedd.toml", config)
         for (name, text) in dropIns { try directory.write("feedd.d/\(name)", text) }
-        let result = try ChildProcess.run(FeeddBinaries.feedd, ["check-config", "--config", path])
-        return (Outcome(status: result.status, output: result.output + result.errors), path)
+        return (try ChildProcess.run(FeeddBinaries.feedd, ["check-config", "--config", path]), path)
     }
 
     @Test func a_valid_config_prints_nothing_and_exits_zero() throws {
@@ -26,7 +30,7 @@ import TestSupport
 
             [feeds.notes]
             source = "file"
-            path = "/var/lib/feedd/notes.ndjson"
+            path = "/etc/passwd"
             page_size = 5
             follow = true
             timeout = "2s"
@@ -45,7 +49,7 @@ import TestSupport
     @Test func an_unknown_source_names_the_feed_and_the_known_sources() throws {
         let (outcome, path) = try checkConfig("[feeds.users]\nsource = \"randomuzer\"\n")
         #expect(outcome.status == 2)
-        #expect(outcome.output.contains("\(path):2:1: feeds.users.source: unknown source \"randomuzer\" (known: "))
+        #expect(outcome.output.contains("\(path):2:1: feeds.users.source: unknown source \"randomuzer\"; did you mean \"randomuser\"? (known: "))
     }
 
     @Test func an_unknown_adapter_key_names_the_feed_and_the_key() throws {
@@ -56,7 +60,7 @@ import TestSupport
               pagesize = 5
             """)
         #expect(outcome.status == 2)
-        #expect(outcome.output == "\(path):4:3: feeds.notes.pagesize: unknown key for source \"file\"\n")
+        #expect(outcome.output == "\(path):4:3: feeds.notes.pagesize: unknown key for source \"file\"; did you mean \"page_size\"?\n")
     }
 
     @Test func every_problem_is_listed() throws {
@@ -99,5 +103,62 @@ import TestSupport
             "[daemon]\nprefetch = 1\n",
             dropIns: ["20-b.toml": "[feeds.b]\nsource = \"file\"\npath = \"/tmp/b\"\n", "10-a.toml": "[daemon]\nprefetch = 4\n"])
         #expect(outcome.status == 0, "\(outcome.output)")
+    }
+
+    /// Issue 28: one run lists every mistake, several in one feed, with the closest name for a typo.
+    @Test func a_file_with_five_mistakes_reports_five() throws {
+        let ((status, output, errors), path) = try run("""
+            [daemon]
+            max_clinets = 10
+
+            [feeds.notes]
+            source = "file"
+            path = "notes.ndjson"
+            page_size = 0
+            timout = "5s"
+
+            [feeds.users]
+            source = "randomuzer"
+            """)
+        #expect(status == 2)
+        #expect(errors == "")
+        #expect(output.split(separator: "\n").map(String.init) == [
+            "\(path):2:1: daemon.max_clinets: unknown key; did you mean \"max_clients\"?",
+            "\(path):6:1: feeds.notes.path: must be an absolute path, got \"notes.ndjson\"",
+            "\(path):7:1: feeds.notes.page_size: must be from 1 to 1000000, got 0",
+            "\(path):8:1: feeds.notes.timout: unknown key for source \"file\"; did you mean \"timeout\"?",
+            "\(path):11:1: feeds.users.source: unknown source \"randomuzer\"; did you mean \"randomuser\"? (known: exec, file, http, merge, randomuser, rss, s3)",
+        ])
+    }
+
+    @Test func mistakes_in_every_file_are_reported_in_one_run() throws {
+        let ((status, output, _), path) = try run(
+            "[feeds.a]\nsource = \"file\"\npath = \"/tmp/a\"\nfollow = 1\n",
+            dropIns: ["10-b.toml": "[feeds.b]\nsource = \"file\"\n", "20-c.toml": "[deamon]\nprefetch = 1\n"])
+        #expect(status == 2)
+        let directory = (path as NSString).deletingLastPathComponent + "/feedd.d"
+        #expect(output.split(separator: "\n").map(String.init) == [
+            "\(path):4:1: feeds.a.follow: expected a boolean, got an integer",
+            "\(directory)/10-b.toml:1:8: feeds.b.path: is required",
+            "\(directory)/20-c.toml:1:2: deamon: unknown table (expected [daemon], [cluster], [http] or [feeds.NAME]); did you mean \"daemon\"?",
+        ])
+    }
+
+    /// A config that is valid but names paths that cannot work yet passes, with a warning on stderr.
+    @Test func a_missing_file_and_metrics_directory_are_warnings_not_errors() throws {
+        let ((status, output, errors), path) = try run("""
+            [daemon]
+            metrics_file = "/nonexistent-feedd/metrics/feedd.prom"
+
+            [feeds.notes]
+            source = "file"
+            path = "/nonexistent-feedd/notes.ndjson"
+            """)
+        #expect(status == 0)
+        #expect(output == "")
+        #expect(errors.split(separator: "\n").map(String.init) == [
+            "\(path):2:1: warning: daemon.metrics_file: the directory /nonexistent-feedd/metrics does not exist, so /nonexistent-feedd/metrics/feedd.prom cannot be written",
+            "\(path):6:1: warning: feeds.notes.path: /nonexistent-feedd/notes.ndjson does not exist (yet)",
+        ])
     }
 }

@@ -1,3 +1,4 @@
+import FeedKit
 import Foundation
 import Testing
 import TestSupport
@@ -31,5 +32,41 @@ import TestSupport
     @Test func without_a_daemon_no_feed_is_offered_and_nothing_is_printed() throws {
         let directory = try TemporaryDirectory()
         #expect(try completions(["feedctl", "--socket", directory.path("none.sock"), "follow", ""]).isEmpty)
+    }
+
+    /// What `feedctl help --json` says feedctl takes.
+    func commandTable() throws -> (commands: [String: [String]], common: [String]) {
+        let result = try ChildProcess.run(FeeddBinaries.feedctl, ["help", "--json"])
+        let table = try JSONValue(parsing: Array(result.output.utf8))
+        var commands: [String: [String]] = [:]
+        for command in table["commands"]?.arrayValue ?? [] {
+            commands[command["name"]!.stringValue!] = (command["options"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+        }
+        return (commands, (table["options"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue })
+    }
+
+    /// Issue 28: every command and option feedctl has is offered, so a new one cannot be forgotten here.
+    @Test func every_command_and_option_of_feedctl_is_offered() throws {
+        let (commands, common) = try commandTable()
+        #expect(commands.keys.contains("lag") && commands.keys.contains("ack"))
+        let first = try completions(["feedctl", ""])
+        for name in commands.keys { #expect(first.contains(name), "\(name)") }
+        #expect(try completions(["feedctl", "--"]).sorted() == common.sorted())
+        for (name, options) in commands {
+            #expect(try completions(["feedctl", name, "--"]).sorted() == (common + options).sorted(), "\(name)")
+        }
+    }
+
+    @Test func ack_and_forget_complete_a_feed_then_its_consumers() throws {
+        let fake = try FakeDaemon(feeds: ["news", "users"]) { request in
+            guard request["op"] == "consumers" else { return [] }
+            let consumers: [JSONValue] = request["feed"] == "users" ? [["name": "batch", "after": 1], ["name": "mobile", "after": 2]] : []
+            return [["type": "consumers", "feed": request["feed"]!, "consumers": .array(consumers), "next": nil]]
+        }
+        #expect(try completions(["feedctl", "--socket", fake.socketPath, "ack", "u"]) == ["users"])
+        #expect(try completions(["feedctl", "--socket", fake.socketPath, "ack", "users", ""]) == ["batch", "mobile"])
+        #expect(try completions(["feedctl", "--socket", fake.socketPath, "forget", "users", "m"]) == ["mobile"])
+        #expect(try completions(["feedctl", "--socket", fake.socketPath, "ack", "users", "batch", ""]).isEmpty, "PAGE is a number")
+        #expect(try completions(["feedctl", "help", "fo"]).sorted() == ["follow", "forget"])
     }
 }

@@ -10,16 +10,18 @@ import TestSupport
 @Suite(.serialized) struct FleetTests {
     /// A daemon in the fleet `test` of `servers`, serving `users` from `upstream`; returns once
     /// it has joined the fleet's generation of it (unless `waitUntilJoined` is false).
+    /// `cluster` is added to the `[cluster]` table (authentication, a fleet key).
     static func instance(
         _ servers: [String], _ upstream: LoopbackUpstream, lease: String = "1s", replicas: Int = 1, waitUntilJoined: Bool = true,
-        feeds: String? = nil
+        name: String = "test", cluster: String = "", feeds: String? = nil
     ) throws -> DaemonProcess {
         let daemon = try DaemonProcess(config: """
             [cluster]
             nats = [\(servers.map { "\"\($0)\"" }.joined(separator: ", "))]
-            name = "test"
+            name = "\(name)"
             lease = "\(lease)"
             replicas = \(replicas)
+            \(cluster)
             \(feeds ?? """
             [feeds.users]
             source = "randomuser"

@@ -23,6 +23,18 @@ import TestSupport
         return .object(body)
     }
 
+    /// The rejection fetching `request` ends with; records an issue, and returns nil, for any other outcome.
+    static func rejection(_ source: HTTPJSONSource, _ request: PageRequest) async -> SourceError? {
+        do {
+            Issue.record("page \(request.page) was served: \(try await source.fetch(request))")
+        } catch let error as SourceError where error.kind == .rejected {
+            return error
+        } catch {
+            Issue.record("page \(request.page) failed, but not as a rejection (retried at the slowest rate): \(error)")
+        }
+        return nil
+    }
+
     static func ids(_ result: FetchResult) -> [String] {
         guard case .page(let items, _) = result else { return [] }
         return items.map(\.id)
@@ -117,7 +129,7 @@ import TestSupport
         let upstream = try LoopbackUpstream()
         let directory = try TemporaryDirectory()
         let token = "s3cr3t-Token.value_42"
-        let tokenFile = try directory.write("api.token", "\(token)\n")
+        let tokenFile = try directory.writeSecret("api.token", "\(token)\n")
         let source = try Self.source(
             upstream,
             ["url": "/private?page={page}", "items": "", "headers": ["Accept": "application/vnd.api+json", "X-Client": "feedd"],
@@ -133,7 +145,7 @@ import TestSupport
         #expect(headers["authorization"] == "Bearer \(token)")
         #expect(headers["accept"] == "application/vnd.api+json" && headers["x-client"] == "feedd")
 
-        try directory.write("api.token", "two\nlines: \(token)")
+        try directory.writeSecret("api.token", "two\nlines: \(token)")
         do {
             _ = try Self.source(upstream, ["url": "/p?page={page}", "bearer_token_file": .string(tokenFile)])
             Issue.record("a token file of two lines was accepted")

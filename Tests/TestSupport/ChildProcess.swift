@@ -48,6 +48,13 @@ public enum ChildProcess {
         return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData.withLock { $0 }, as: UTF8.self))
     }
 
+    /// Whether process `pid` is gone: no longer there, or a zombie whose parent (whoever adopted
+    /// it) has yet to reap it.
+    public static func isGone(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        return stat.split(separator: ")").last?.split(separator: " ").first == "Z"
+    }
+
     private static func makePipe() throws -> (read: FileHandle, write: FileHandle) {
         var descriptors: [Int32] = [0, 0]
         guard pipe(&descriptors) == 0 else { throw TestFailure("pipe: \(String(cString: strerror(errno)))") }

@@ -168,6 +168,15 @@ public final class TemporaryDirectory: Sendable {
         try text.write(toFile: file, atomically: true, encoding: .utf8)
         return file
     }
+
+    /// Writes `text` to `name` readable and writable by its owner only, as a secret must be, and
+    /// returns its path.
+    @discardableResult
+    public func writeSecret(_ name: String, _ text: String) throws -> String {
+        let file = try write(name, text)
+        guard chmod(file, 0o600) == 0 else { throw TestFailure("cannot chmod \(file)") }
+        return file
+    }
 }
 
 /// A failed expectation inside a helper, with what was seen.

@@ -58,4 +58,15 @@ check "journald has the daemon's lines" bash -c 'journalctl -b -u feedd.service 
 check "info lines are priority 6" bash -c 'journalctl -b -u feedd.service -p 6..6 -o cat | grep -q "listening on the socket passed by systemd"'
 check "notice lines are priority 5" bash -c 'journalctl -b -u feedd.service -p 5..5 -o cat | grep -q "stopped"'
 
+# The HTTP front on a socket unit of its own (the README's optional step): the service, started
+# by a connection to it, gets both sockets and tells them apart by FileDescriptorName=http.
+systemctl stop feedd.service
+install -m 0644 systemd/feedd-http.socket /etc/systemd/system/ && systemctl daemon-reload && systemctl enable --now feedd-http.socket
+check "the HTTP socket is active" systemctl is-active --quiet feedd-http.socket
+health=$(printf 'GET /healthz HTTP/1.0\r\n\r\n' | socat -t 5 - TCP:127.0.0.1:8080)
+check "an HTTP request starts feedd and is answered" grep -q '"status":"ok"' <<< "$health"
+check "the HTTP front serves the socket systemd passed" bash -c 'journalctl -b -u feedd.service -o cat | grep -q "HTTP listening on the socket passed by systemd"'
+pong=$(printf 'ping\n' | socat -t 5 - UNIX-CONNECT:$socket)
+check "and the protocol socket still answers" grep -q '"type":"pong"' <<< "$pong"
+
 finish

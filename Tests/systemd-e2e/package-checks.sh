@@ -10,6 +10,7 @@ check "installing the package enabled feedd.socket" bash -c '[ "$(systemctl is-e
 check "and it is active after the boot" systemctl is-active --quiet feedd.socket
 check "the service waits for its first client" bash -c '! systemctl is-active --quiet feedd.service'
 check "the unit runs /usr/bin/feedd" bash -c 'systemctl cat feedd.service | grep -qx "ExecStart=/usr/bin/feedd"'
+check "the HTTP socket unit ships, disabled" bash -c '[ "$(systemctl is-enabled feedd-http.socket)" = disabled ]'
 
 hello=$(printf 'ping\n' | socat -t 5 - UNIX-CONNECT:$socket)
 check "a hello comes through the socket" grep -q '"type":"hello","name":"feedd"' <<< "$hello"

@@ -13,9 +13,15 @@ public struct ConfigProblem: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `FILE:LINE:COL: message`, or `FILE: message` where no position is known.
-    public var description: String {
-        guard let line else { return "\(file): \(message)" }
-        return "\(file):\(line):\(column ?? 1): \(message)"
+    public var description: String { "\(location): \(message)" }
+
+    /// `FILE:LINE:COL: warning: message`, for what does not make the configuration invalid.
+    public var warningDescription: String { "\(location): warning: \(message)" }
+
+    /// `FILE:LINE:COL`, or `FILE` where no position is known.
+    public var location: String {
+        guard let line else { return file }
+        return "\(file):\(line):\(column ?? 1)"
     }
 }
 
@@ -34,9 +40,16 @@ public struct ConfigLocation: Sendable, Hashable {
 /// Every problem found in a configuration; it is rejected as a whole.
 public struct ConfigError: Error, Sendable, CustomStringConvertible {
     public let problems: [ConfigProblem]
+    /// What would only have been warned about, had there been no problems.
+    public let warnings: [ConfigProblem]
+    /// The feeds that were built all the same, so that `check-config` can run their adapters'
+    /// own checks and report those problems in the same run.
+    public let feeds: [FeedDefinition]
 
-    public init(_ problems: [ConfigProblem]) {
+    public init(_ problems: [ConfigProblem], warnings: [ConfigProblem] = [], feeds: [FeedDefinition] = []) {
         self.problems = problems
+        self.warnings = warnings
+        self.feeds = feeds
     }
 
     public var description: String { problems.map(\.description).joined(separator: "\n") }

@@ -96,10 +96,14 @@ public struct Configuration: Sendable {
     public var daemon: DaemonSettings
     /// The fleet this instance belongs to, or nil when it runs alone.
     public var cluster: ClusterSettings?
+    /// The HTTP front (SPEC §11), or nil without an `[http]` table.
+    public var http: HTTPSettings?
     /// Sorted by name.
     public var feeds: [FeedDefinition]
     /// The files it was read from, main file first, or the name of the embedded default.
     public var files: [String]
+    /// What is valid but cannot work yet (a file a feed reads that is not there), in reading order.
+    public var warnings: [ConfigProblem] = []
 }
 
 /// The adapters the daemon knows, by source name.
@@ -113,4 +117,9 @@ public struct AdapterRegistry: Sendable {
     public subscript(source: String) -> (any SourceAdapter.Type)? { adapters[source] }
 
     public var sourceNames: [String] { adapters.keys.sorted() }
+
+    /// Every adapter, by source name.
+    public var adapterTypes: [(source: String, type: any SourceAdapter.Type)] {
+        adapters.keys.sorted().map { ($0, adapters[$0]!) }
+    }
 }

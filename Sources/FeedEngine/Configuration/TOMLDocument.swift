@@ -42,6 +42,11 @@ struct TOMLDocument {
         self.positions = positions
     }
 
+    /// The value that `text` writes in TOML (`20`, `"10s"`, `["a", "b"]`), or nil if it is not one.
+    static func value(parsing text: String) -> JSONValue? {
+        try? TOMLDocument(file: "value", text: "value = \(text)\n").root["value"]
+    }
+
     /// Makes the number at `path` a `.double`, as the TOML file wrote it (`2.0`, `1e3`), however
     /// the JSON reader gave it back. Components are keys, or indices into arrays.
     private static func markFloat(at path: ArraySlice<String>, in value: inout JSONValue) {
@@ -82,5 +87,14 @@ struct TOMLDocument {
     func location(of path: [String]) -> String {
         guard let position = positions[path] else { return file }
         return "\(file):\(position.line):\(position.column)"
+    }
+}
+
+extension JSONValue {
+    /// The value `text` writes in TOML (`30`, `true`, `"x"`, `["a", "b"]`), or nil if it is not
+    /// one: for values given on a command line (`feedd plugin check --option limit=30`).
+    public init?(tomlValue text: String) {
+        guard let value = TOMLDocument.value(parsing: text) else { return nil }
+        self = value
     }
 }

@@ -52,6 +52,50 @@ public protocol FleetLink: AnyObject, Sendable {
     func forgetCursor(feed: String, consumer: String) async throws(FleetError)
     /// Every consumer claimed by another instance, from now on (and again after a reconnection).
     func claimsElsewhere() -> AsyncStream<(feed: String, consumer: String)>
+
+    /// What the link has seen and done since it started, for the metrics and `status`.
+    var statistics: FleetStatistics { get }
+}
+
+extension FleetLink {
+    /// A link that keeps no figures reports only whether it is connected.
+    public var statistics: FleetStatistics { FleetStatistics(isConnected: isConnected) }
+}
+
+/// A fleet link's figures: its connection, the records it refused to believe, and how long the
+/// fleet took to answer. Counts only grow while the daemon runs.
+public struct FleetStatistics: Sendable, Equatable {
+    /// Whether the fleet can be reached now.
+    public var isConnected: Bool
+    /// The server the link is connected to (its URL without credentials), if any.
+    public var server: String?
+    /// How many times the connection was made again after it was lost.
+    public var reconnections = 0
+    /// Records read from the fleet and rejected, by reason (`page`, `mac`, `lease`, …; every
+    /// reason the link knows is present, at 0 if none was rejected).
+    public var rejected: [String: Int] = [:]
+    /// Publications of a page the stream refused because the address already held one.
+    public var refusedPublications = 0
+    /// How long publishing a page to the fleet took, until the stream confirmed it.
+    public var publishDuration = DurationHistogram()
+    /// How long acquiring a page's lease took, whatever the answer.
+    public var leaseDuration = DurationHistogram()
+    /// The last refusal or failure an operator must act on (credentials, TLS, permissions, a
+    /// full JetStream), until the fleet works again; nil while all is well.
+    public var problem: String?
+
+    public init(isConnected: Bool) {
+        self.isConnected = isConnected
+    }
+
+    /// What `status`'s `cluster` object says of the link besides its state: `server`,
+    /// `reconnects`, `rejected` (all reasons together) and `problem` (null while all is well).
+    public var statusFields: [String: JSONValue] {
+        [
+            "server": server.map(JSONValue.string) ?? .null, "reconnects": .integer(Int64(reconnections)),
+            "rejected": .integer(Int64(rejected.values.reduce(0, +))), "problem": problem.map(JSONValue.string) ?? .null,
+        ]
+    }
 }
 
 /// A generation as the fleet agreed on it.

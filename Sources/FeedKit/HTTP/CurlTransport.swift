@@ -9,11 +9,12 @@ import Synchronization
 /// threads waking each other for as long as a request waited, which cost a third of a core or
 /// more per request in flight and delayed the daemon's replies on a small machine.
 ///
-/// Connections to an upstream are kept and reused, bodies may come compressed, and redirects are
-/// followed over http and https only, at most ``RedirectPolicy/maximumHops`` of them, and only
-/// where the request's ``RedirectPolicy`` allows: the header callback sees each redirect's
-/// `Location` before libcurl follows it, and ends the transfer there if the target is refused.
-/// Make one per process: its thread lives as long as it does.
+/// Connections to an upstream are kept and reused, and bodies may come compressed. Redirects are
+/// followed here, not by libcurl, so that every hop is judged before anything connects there: over
+/// http and https only, at most ``RedirectPolicy/maximumHops`` of them, only where the request's
+/// ``RedirectPolicy`` allows, and a hop to another origin (scheme, host and port) goes without the
+/// bearer token and without any header field but `Accept`, since a feed's `headers` may hold an
+/// API key as well. Make one per process: its thread lives as long as it does.
 package final class CurlTransport: HTTPTransport {
     /// A larger body is rejected (retried at the slowest rate, like a body that does not decode)
     /// instead of growing the daemon without bound.
@@ -35,7 +36,9 @@ package final class CurlTransport: HTTPTransport {
         let cancellation = Cancellation()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let request = Request(http: httpRequest, timeout: timeout, cancellation: cancellation, continuation: continuation)
+                let request = Request(
+                    http: httpRequest, first: httpRequest.url, hops: 0, deadline: .now + timeout, cancellation: cancellation,
+                    continuation: continuation)
                 inbox.withLock { $0.append(request) }
                 multi.wakeUp()
             }
@@ -48,8 +51,9 @@ package final class CurlTransport: HTTPTransport {
     /// The loop thread: it alone touches the multi handle (but for wake-ups) and the transfers.
     private func run() -> Never {
         var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
+        var redirected: [Request] = []
         while true {
-            for request in inbox.withLock({ requests in defer { requests = [] }; return requests }) {
+            for request in redirected + inbox.withLock({ requests in defer { requests = [] }; return requests }) {
                 guard !request.cancellation.isSet else {
                     request.continuation.resume(throwing: CancellationError())
                     continue
@@ -58,6 +62,7 @@ package final class CurlTransport: HTTPTransport {
                 transfers[transfer.easy] = transfer
                 multi.add(transfer.easy)
             }
+            redirected = []
             for (easy, transfer) in transfers where transfer.request.cancellation.isSet {
                 transfers[easy] = nil
                 multi.remove(easy)
@@ -67,9 +72,13 @@ package final class CurlTransport: HTTPTransport {
             while let (easy, result) = multi.nextFinished() {
                 guard let transfer = transfers.removeValue(forKey: easy) else { continue }
                 multi.remove(easy)
-                transfer.finish(result)
+                switch transfer.outcome(result) {
+                case .answer(let answer): transfer.request.continuation.resume(with: answer)
+                case .redirect(let next): redirected.append(next)
+                }
             }
-            multi.poll(milliseconds: 1_000)
+            // The next hop of a redirect starts at once, not after a socket wakes the loop.
+            if redirected.isEmpty { multi.poll(milliseconds: 1_000) }
         }
     }
 }
@@ -79,12 +88,29 @@ public struct HTTPTransportError: Error, CustomStringConvertible {
     public let description: String
 }
 
+/// One hop of a GET: the request as asked for, or the hop a redirect leads to.
 private struct Request: Sendable {
     let http: HTTPRequest
     var url: String { http.url.absoluteString }
-    let timeout: Duration
+    /// The URL the caller asked for: redirects are judged from its origin, and errors name it.
+    let first: URL
+    /// Redirects followed before this hop.
+    let hops: Int
+    /// When the whole GET, every hop included, runs out of time.
+    let deadline: ContinuousClock.Instant
     let cancellation: Cancellation
     let continuation: CheckedContinuation<HTTPResponse, any Error>
+
+    /// The hop to `target`, on the same origin as this one or not.
+    func following(to target: URL, sameOrigin: Bool) -> Request {
+        var next = http
+        next.url = target
+        if !sameOrigin {
+            next.bearerToken = nil
+            next.headers = URLOrigin.headersForOtherOrigins(next.headers)
+        }
+        return Request(http: next, first: first, hops: hops + 1, deadline: deadline, cancellation: cancellation, continuation: continuation)
+    }
 }
 
 /// Set by a request's task when it is cancelled; the loop thread looks at it on every wake-up.
@@ -142,10 +168,6 @@ private final class Transfer {
     private var body: [UInt8] = []
     private var bodyTooLarge = false
     private var headers: [String: String] = [:]
-    /// The status of the response whose header lines are arriving.
-    private var status = 0
-    /// A redirect target the request's policy refused; the transfer was ended there.
-    private var refusedRedirect: String?
 
     init(_ request: Request, maximumBodyBytes: Int) {
         self.request = request
@@ -165,11 +187,9 @@ private final class Transfer {
         }
         feedd_curl_set_pointer(easy, CURLOPT_ACCEPT_ENCODING, "")
         feedd_curl_set_pointer(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        feedd_curl_set_pointer(easy, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        feedd_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, request.http.redirects == .never ? 0 : 1)
-        feedd_curl_set_long(easy, CURLOPT_MAXREDIRS, RedirectPolicy.maximumHops)
+        feedd_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0)
         feedd_curl_set_long(easy, CURLOPT_NOSIGNAL, 1)
-        feedd_curl_set_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int(request.timeout.wholeMilliseconds)))
+        feedd_curl_set_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int((request.deadline - .now).wholeMilliseconds)))
         feedd_curl_set_pointer(easy, CURLOPT_ERRORBUFFER, errorText)
         feedd_curl_set_pointer(easy, CURLOPT_WRITEDATA, context)
         feedd_curl_set_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
@@ -195,102 +215,68 @@ private final class Transfer {
             bodyTooLarge = true
             return false
         }
+        // Room for the whole body at once: growing by doubling would copy it and leave up to
+        // twice its size allocated (a compressed body's length is only a start).
+        if body.isEmpty, let length = headers["content-length"].flatMap({ Int($0) }), length > bytes.count, length <= maximumBodyBytes {
+            body.reserveCapacity(length)
+        }
         body.append(contentsOf: bytes)
         return true
     }
 
-    /// One header line; a status line starts a new response (after a redirect or a 100 Continue).
-    /// Returns false to end the transfer at a redirect the policy refuses.
+    /// One header line; a status line starts a new response (after a 100 Continue).
     private func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
         let line = String(decoding: bytes, as: UTF8.self)
         if line.hasPrefix("HTTP/") {
             headers = [:]
-            status = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
             return true
         }
         guard let (name, value) = HeaderField.split(bytes) else { return true }
         headers[name] = headers[name].map { "\($0), \(value)" } ?? value
-        if name == "location", Self.followedStatuses.contains(status), request.http.redirects != .never {
-            return allowsRedirect(to: value)
-        }
         return true
     }
 
-    /// The statuses libcurl follows a `Location` for.
+    /// How a finished transfer ends: with an answer for the caller, or with the next hop of a redirect.
+    enum Outcome {
+        case answer(Result<HTTPResponse, any Error>)
+        case redirect(Request)
+    }
+
+    /// The statuses whose `Location` is followed.
     private static let followedStatuses: Set = [301, 302, 303, 307, 308]
 
-    /// Whether the policy lets libcurl follow `location`, resolved against the URL now answering.
-    private func allowsRedirect(to location: String) -> Bool {
-        guard let current = feedd_curl_effective_url(easy).map({ String(cString: $0) }),
-            let target = CurlURL(current)?.resolving(location)
-        else {
-            refusedRedirect = location
-            return false
-        }
-        guard let origin = CurlURL(request.url)?.parts, let parts = target.parts, request.http.redirects.allows(from: origin, to: parts) else {
-            refusedRedirect = target.text ?? location
-            return false
-        }
-        return true
-    }
-
-    func finish(_ result: CURLcode) {
-        if let refusedRedirect {
-            let reason = "GET \(request.url): redirected to \(refusedRedirect), another host; not followed (follow_redirects = \"\(request.http.redirects.rawValue)\")"
-            request.continuation.resume(throwing: SourceError.rejected(reason))
-            return
-        }
-        if result == CURLE_TOO_MANY_REDIRECTS {
-            request.continuation.resume(throwing: SourceError.rejected("GET \(request.url): more than \(RedirectPolicy.maximumHops) redirects"))
-            return
-        }
+    func outcome(_ result: CURLcode) -> Outcome {
         if bodyTooLarge {
             let size = maximumBodyBytes % (1 << 20) == 0 ? "\(maximumBodyBytes >> 20) MiB" : "\(maximumBodyBytes) bytes"
-            request.continuation.resume(throwing: SourceError.rejected("GET \(request.url): the response body is larger than \(size)"))
-            return
+            return .answer(.failure(SourceError.rejected("GET \(request.first.absoluteString): the response body is larger than \(size)")))
         }
         guard result == CURLE_OK else {
             let detail = errorText[0] != 0 ? String(cString: errorText) : String(cString: curl_easy_strerror(result))
-            request.continuation.resume(throwing: HTTPTransportError(description: detail))
-            return
+            return .answer(.failure(HTTPTransportError(description: detail)))
         }
         let status = Int(feedd_curl_response_code(easy))
-        request.continuation.resume(returning: HTTPResponse(status: status, headers: headers, body: body))
-    }
-}
-
-/// A URL parsed by libcurl's URL API, the same parser that follows the redirects.
-private final class CurlURL {
-    private let handle: OpaquePointer
-
-    init?(_ text: String) {
-        handle = curl_url()
-        guard curl_url_set(handle, CURLUPART_URL, text, 0) == CURLUE_OK else { return nil }
-    }
-
-    deinit { curl_url_cleanup(handle) }
-
-    /// `reference` (absolute, or relative to this URL) as an absolute URL.
-    func resolving(_ reference: String) -> CurlURL? {
-        guard let base = text, let resolved = CurlURL(base), curl_url_set(resolved.handle, CURLUPART_URL, reference, 0) == CURLUE_OK else {
-            return nil
+        if Self.followedStatuses.contains(status), request.http.redirects != .never, let location = headers["location"] {
+            return redirect(to: location)
         }
-        return resolved
+        return .answer(.success(HTTPResponse(status: status, headers: headers, body: body)))
     }
 
-    var text: String? { part(CURLUPART_URL) }
-
-    var parts: RedirectPolicy.URLParts? {
-        guard let scheme = part(CURLUPART_SCHEME), let host = part(CURLUPART_HOST),
-            let port = part(CURLUPART_PORT, flags: UInt32(CURLU_DEFAULT_PORT)).flatMap({ Int($0) })
-        else { return nil }
-        return RedirectPolicy.URLParts(scheme: scheme, host: host, port: port)
-    }
-
-    private func part(_ which: CURLUPart, flags: UInt32 = 0) -> String? {
-        var value: UnsafeMutablePointer<CChar>?
-        guard curl_url_get(handle, which, &value, flags) == CURLUE_OK, let value else { return nil }
-        defer { curl_free(value) }
-        return String(cString: value)
+    /// The next hop to `location`, resolved against this hop's URL by libcurl's parser, if the
+    /// request's policy lets it be made.
+    private func redirect(to location: String) -> Outcome {
+        let first = request.first.absoluteString
+        guard let target = CurlURL(request.url)?.resolving(location), let text = target.text, let url = URL(string: text),
+            let origin = target.origin, origin.isHTTP
+        else {
+            return .answer(.failure(SourceError.rejected("GET \(first): redirected to \(location), not an http(s) URL; not followed")))
+        }
+        guard request.hops < RedirectPolicy.maximumHops else {
+            return .answer(.failure(SourceError.rejected("GET \(first): more than \(RedirectPolicy.maximumHops) redirects")))
+        }
+        guard let start = URLOrigin(request.first), request.http.redirects.allows(from: start, to: origin) else {
+            let reason = "GET \(first): redirected to \(text), another host; not followed (follow_redirects = \"\(request.http.redirects.rawValue)\")"
+            return .answer(.failure(SourceError.rejected(reason)))
+        }
+        return .redirect(request.following(to: url, sameOrigin: origin == URLOrigin(request.http.url)))
     }
 }

@@ -14,31 +14,24 @@ public enum RedirectPolicy: String, Sendable, Hashable, CaseIterable {
     /// Redirects to any host.
     case anyHost = "any_host"
 
+    /// The feed key that chooses the policy, for the declarations of the adapters that call
+    /// ``AdapterContext/http(_:)``.
+    public static let configKey = ConfigKey(
+        "follow_redirects", .oneOf(allCases.map(\.rawValue)), .value("\"same_host\""),
+        "which HTTP redirects are followed: none, to the same host and port, or to any host")
+
     /// The most redirects one request follows.
     public static let maximumHops = 5
 
-    /// Whether a redirect from `origin` (the URL the request was made for) to `target` is allowed.
-    public func allows(from origin: URLParts, to target: URLParts) -> Bool {
+    /// Whether a redirect from `origin` (that of the URL the request was made for) to `target` is allowed.
+    public func allows(from origin: URLOrigin, to target: URLOrigin) -> Bool {
         switch self {
         case .never: return false
         case .anyHost: return true
         case .sameHost:
-            guard origin.host.lowercased() == target.host.lowercased() else { return false }
+            guard origin.host == target.host else { return false }
             if origin.scheme == target.scheme { return origin.port == target.port }
             return origin.scheme == "http" && origin.port == 80 && target.scheme == "https" && target.port == 443
-        }
-    }
-
-    /// The parts of a URL the policy compares, with the scheme's default port filled in.
-    public struct URLParts: Sendable, Hashable {
-        public let scheme: String
-        public let host: String
-        public let port: Int
-
-        public init(scheme: String, host: String, port: Int) {
-            self.scheme = scheme.lowercased()
-            self.host = host
-            self.port = port
         }
     }
 }

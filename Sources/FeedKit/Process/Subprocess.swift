@@ -2,63 +2,85 @@ import CSpawn
 import Foundation
 import Glibc
 
-/// A child process on three pipes, for out-of-process adapters.
+/// A child program on three pipes, in a process group of its own, for out-of-process adapters.
 ///
-/// The child gets exactly the arguments and environment given, its pipes as stdin, stdout and
-/// stderr and no other descriptor, every signal unblocked and at its default disposition, and a
-/// process group of its own. Stdout arrives as lines through ``nextLine(timeout:)``; stderr lines
-/// go to a closure.
+/// The program gets exactly the arguments and environment given, its pipes as stdin, stdout and
+/// stderr and no other descriptor, every signal unblocked and at its default disposition. Stdout
+/// arrives as lines through ``nextLine(timeout:)``; stderr lines go to a closure.
+///
+/// Its group is ended as a whole (``terminate(grace:)``): SIGTERM, then SIGKILL after the grace
+/// period, so that children it started, even one that holds its stdout open, go with it. A small
+/// keeper process leads the group and waits for the program (`feedd_spawn_kept`): when feedd
+/// exits or is killed, even with SIGKILL, the keeper ends the group the same way. A child that
+/// leaves the group (setsid, setpgid) escapes both; under systemd, the service's cgroup ends it.
+///
+/// One thread per program, which ends with its group: no thread, descriptor or process outlives
+/// ``terminate(grace:)``.
 public final class Subprocess: Sendable {
+    /// The program's pid.
     public let pid: Int32
-    private let input: Int32
+    /// The keeper's pid, which is also the id of the process group.
+    public let processGroup: Int32
+    /// The write end of the program's stdin; nil once closed.
+    private let input: Locked<Int32?>
     private let lines: LineChannel
-    private let exitStatus = Locked<Int32?>(nil)
+    private let monitor: ProcessMonitor
 
     /// The longest stdout line accepted; a longer one counts as a broken line.
     public static let maxLineBytes = 16 << 20
 
-    /// Starts `executable` (an absolute path) with `arguments` (not including argv[0]).
-    public init(
-        executable: String, arguments: [String], environment: [String: String], onErrorLine: @escaping @Sendable (String) -> Void
-    ) throws(SourceError) {
-        let stdin = try Self.makePipe()
-        let stdout = try Self.makePipe()
-        let stderr = try Self.makePipe()
-        var pid: pid_t = 0
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-            close(stdin.read)
-            close(stdout.write)
-            close(stderr.write)
-        }
-        let result = feedd_spawn(executable, argv, envp, stdin.read, stdout.write, stderr.write, &pid)
-        guard result == 0 else {
-            close(stdin.write)
-            close(stdout.read)
-            close(stderr.read)
-            throw SourceError.transient("cannot start \(executable): \(String(cString: strerror(result)))")
-        }
+    /// How long a group has between SIGTERM and SIGKILL.
+    public static let terminationGrace = Duration.seconds(2)
+
+    private init(pid: Int32, processGroup: Int32, input: Int32, lines: LineChannel, monitor: ProcessMonitor) {
         self.pid = pid
-        input = stdin.write
-        lines = LineChannel()
-        Self.readLines(from: stdout.read, maxBytes: Self.maxLineBytes) { [lines] event in lines.push(event) }
-        Self.readLines(from: stderr.read, maxBytes: 64 << 10) { event in
-            if case .line(let bytes) = event { onErrorLine(String(decoding: bytes, as: UTF8.self)) }
+        self.processGroup = processGroup
+        self.input = Locked(input)
+        self.lines = lines
+        self.monitor = monitor
+    }
+
+    /// Starts `executable` (an absolute path) with `arguments` (not including argv[0]); returns
+    /// once it runs.
+    public static func start(
+        executable: String, arguments: [String], environment: [String: String], onErrorLine: @escaping @Sendable (String) -> Void
+    ) async throws(SourceError) -> Subprocess {
+        let monitor = try ProcessMonitor()
+        var made: [(read: Int32, write: Int32)] = []
+        do {
+            for _ in 0..<4 { made.append(try Pipe.make()) }
+        } catch {
+            for pipe in made { close(pipe.read); close(pipe.write) }
+            throw error
+        }
+        let lines = LineChannel()
+        let spawn = SpawnRequest(
+            executable: executable, argv: ([executable] + arguments).map { strdup($0) } + [nil],
+            envp: environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil],
+            stdin: made[0], stdout: made[1], stderr: made[2], control: made[3], grace: terminationGrace)
+        do {
+            let (keeper, program) = try await monitor.start(spawn, lines: lines, onErrorLine: onErrorLine)
+            return Subprocess(pid: program, processGroup: keeper, input: made[0].write, lines: lines, monitor: monitor)
+        } catch {
+            close(made[0].write)
+            throw error
         }
     }
 
     deinit {
-        close(input)
+        input.withLock { $0.map { _ = close($0) } }
+        monitor.requestTermination(grace: Self.terminationGrace)
     }
 
-    /// Writes `line` and a newline to the child's stdin.
+    /// Writes `line` and a newline to the program's stdin. Called by one task at a time, as is
+    /// ``terminate(grace:)``.
     public func send(_ line: [UInt8]) throws(SourceError) {
+        guard let descriptor = input.withLock({ $0 }) else {
+            throw SourceError.transient("the plugin (pid \(pid)) has been stopped")
+        }
         var bytes = (line + [UInt8(ascii: "\n")])[...]
         while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { Glibc.write(input, $0.baseAddress, $0.count) }
+            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
             if written < 0 {
                 if errno == EINTR { continue }
                 throw SourceError.transient("cannot write to the plugin (pid \(pid)): \(String(cString: strerror(errno)))")
@@ -67,147 +89,31 @@ public final class Subprocess: Sendable {
         }
     }
 
-    /// The next stdout line, or why there is none.
+    /// The next stdout line, or why there is none: ``LineEvent/closed`` once the program has exited
+    /// (after the lines it wrote), even while a child it left behind holds stdout open.
     public func nextLine(timeout: Duration) async -> LineEvent {
         await lines.next(timeout: timeout)
     }
 
-    /// Sends `signal` to the child.
-    public func kill(_ signal: Int32 = SIGKILL) {
-        _ = Glibc.kill(pid, signal)
-    }
+    /// The program's wait status, once it has exited.
+    public var exitStatus: Int32? { monitor.programStatus }
 
-    /// Waits for the child to exit (reaping it) and returns its wait status.
-    public func waitForExit() async -> Int32 {
-        if let status = exitStatus.withLock({ $0 }) { return status }
-        let pid = pid
-        let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
-            Thread.detachNewThread {
-                var status: Int32 = 0
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-                continuation.resume(returning: status)
-            }
+    /// Ends the process group: closes the program's stdin, sends the group SIGTERM, and SIGKILL
+    /// once the program has exited and nothing of the group holds its output, or after `grace`.
+    /// Returns the program's wait status; nil if it was killed before it could be read.
+    public func terminate(grace: Duration = terminationGrace) async -> Int32? {
+        input.withLock { descriptor in
+            descriptor.map { _ = close($0) }
+            descriptor = nil
         }
-        exitStatus.withLock { $0 = status }
-        return status
+        return await monitor.terminate(grace: grace)
     }
 
-    private static func makePipe() throws(SourceError) -> (read: Int32, write: Int32) {
-        var descriptors: [Int32] = [0, 0]
-        let result = feedd_pipe(&descriptors)
-        guard result == 0 else { throw SourceError.transient("cannot create a pipe: \(String(cString: strerror(result)))") }
-        return (descriptors[0], descriptors[1])
-    }
-
-    /// Reads `descriptor` on a thread of its own until end of file, handing over each line.
-    private static func readLines(from descriptor: Int32, maxBytes: Int, _ deliver: @escaping @Sendable (LineEvent) -> Void) {
-        Thread.detachNewThread {
-            defer { close(descriptor) }
-            var pending: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 65_536)
-            var discarding = false
-            while true {
-                let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                var start = 0
-                while let newline = chunk[start..<count].firstIndex(of: UInt8(ascii: "\n")) {
-                    if discarding {
-                        discarding = false
-                    } else {
-                        deliver(.line(pending + chunk[start..<newline]))
-                    }
-                    pending = []
-                    start = newline + 1
-                }
-                if !discarding { pending += chunk[start..<count] }
-                if pending.count > maxBytes {
-                    pending = []
-                    discarding = true
-                    deliver(.tooLong)
-                }
-            }
-            deliver(.closed)
-        }
-    }
-}
-
-/// What reading a child's output gives.
-public enum LineEvent: Sendable, Equatable {
-    case line([UInt8])
-    /// A line longer than the limit (it is skipped).
-    case tooLong
-    /// End of file: the child closed its output or exited.
-    case closed
-    /// Nothing within the timeout.
-    case timedOut
-}
-
-/// Lines from a reader thread to one async reader at a time.
-private final class LineChannel: Sendable {
-    private struct State {
-        var queued: [LineEvent] = []
-        var closed = false
-        var waiter: CheckedContinuation<LineEvent, Never>?
-        var waiterNumber = 0
-    }
-
-    private let state = Locked(State())
-
-    func push(_ event: LineEvent) {
-        let waiter = state.withLock { state -> CheckedContinuation<LineEvent, Never>? in
-            if event == .closed { state.closed = true }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return waiter
-            }
-            if event != .closed { state.queued.append(event) }
-            return nil
-        }
-        waiter?.resume(returning: event)
-    }
-
-    /// The next line, or `.timedOut` after `timeout` or once the calling task is cancelled: either
-    /// way the line that may still come belongs to an abandoned request, and the caller must not
-    /// read on as if it answered the next one.
-    func next(timeout: Duration) async -> LineEvent {
-        let number = state.withLock { state -> Int in
-            state.waiterNumber += 1
-            return state.waiterNumber
-        }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let (immediate, replaced) = state.withLock { state -> (LineEvent?, CheckedContinuation<LineEvent, Never>?) in
-                    if !state.queued.isEmpty { return (state.queued.removeFirst(), nil) }
-                    if state.closed { return (.closed, nil) }
-                    // One reader at a time; a second one would otherwise leak the first's continuation.
-                    let replaced = state.waiter
-                    state.waiter = continuation
-                    return (nil, replaced)
-                }
-                replaced?.resume(returning: .timedOut)
-                if let immediate {
-                    continuation.resume(returning: immediate)
-                    return
-                }
-                // Cancelled before the waiter was registered: the handler found nothing to end.
-                if Task.isCancelled { expire(waiter: number) }
-                Task {
-                    try? await Task.sleep(for: timeout)
-                    self.expire(waiter: number)
-                }
-            }
-        } onCancel: {
-            expire(waiter: number)
-        }
-    }
-
-    private func expire(waiter number: Int) {
-        let waiter = state.withLock { state -> CheckedContinuation<LineEvent, Never>? in
-            guard state.waiterNumber == number, let waiter = state.waiter else { return nil }
-            state.waiter = nil
-            return waiter
-        }
-        waiter?.resume(returning: .timedOut)
+    /// A wait status as words: `exited with status 3`, `was killed by signal 9`.
+    public static func describe(_ status: Int32?) -> String {
+        guard let status else { return "was killed" }
+        // WIFEXITED/WEXITSTATUS and WTERMSIG, which Swift's Glibc module does not import.
+        if status & 0x7f == 0 { return "exited with status \((status >> 8) & 0xff)" }
+        return "was killed by signal \(status & 0x7f)"
     }
 }

@@ -26,12 +26,15 @@ public struct MetricsSnapshot: Sendable {
     public var bytesSent: Int
     /// Sorted by name.
     public var feeds: [FeedFigures]
+    /// The fleet link's figures, for a daemon with `[cluster]`.
+    public var fleet: FleetStatistics?
 
-    public init(clients: Int, connectionsAccepted: Int, bytesSent: Int, feeds: [FeedFigures]) {
+    public init(clients: Int, connectionsAccepted: Int, bytesSent: Int, feeds: [FeedFigures], fleet: FleetStatistics? = nil) {
         self.clients = clients
         self.connectionsAccepted = connectionsAccepted
         self.bytesSent = bytesSent
         self.feeds = feeds
+        self.fleet = fleet
     }
 
     /// The OpenMetrics text, ending in `# EOF`.
@@ -49,6 +52,7 @@ public struct MetricsSnapshot: Sendable {
         writer.histogram(
             "feedd_feed_upstream_request_duration_seconds", unit: "seconds", help: "How long upstream requests took.",
             samples: feeds.map { ([("feed", $0.name)], $0.counters.upstreamDuration) })
+        if let fleet { Self.write(fleet, to: &writer) }
         writer.end()
         return writer.text
     }

@@ -329,7 +329,8 @@ public final class Server {
                 directory[name].map { feed in
                     MetricsSnapshot.FeedFigures(name: name, counters: feed.counters, cachedPages: feed.cachedPages, subscribers: feed.subscriberCount)
                 }
-            })
+            },
+            fleet: directory.fleet?.statistics)
     }
 
     /// The `status` reply up to its closing brace. Built at most every ``statusLifetime`` however
@@ -362,6 +363,7 @@ public final class Server {
             for name in directory.names { if let fleetState = directory[name]?.fleetState { feeds[fleetState]?.append(.string(name)) } }
             var cluster: [String: JSONValue] = ["state": .string(state), "name": .string(clusterName)]
             for (fleetState, names) in feeds { cluster[fleetState] = .array(names) }
+            if let fleet = directory.fleet?.statistics { cluster.merge(fleet.statusFields) { _, new in new } }
             line.field("cluster") { writer in writer.value(.object(cluster)) }
         }
         line.field("feeds") { writer in

@@ -1,0 +1,220 @@
+import FeedClient
+import FeedKit
+import Foundation
+import Glibc
+import TestSupport
+
+/// The HTTP front (SPEC §11) against the socket, in the same daemon: Server-Sent Events fan-out
+/// and the latency of a prefetched page.
+enum HTTPScenarios {
+    /// Measures and records every figure of the scenario.
+    @MainActor
+    static func run(subscribers: Int) throws {
+        let fanOut = try fanOut(subscribers: subscribers, pages: 20, rounds: 3)
+        record("fan-out of a \(fanOut.pageBytes / 1000) KB page to 1,000 followers, socket", "pages/s", fanOut.socket.rate)
+        record("the same as Server-Sent Events, HTTP on a Unix socket", "pages/s", fanOut.events.rate)
+        record("the same as Server-Sent Events, HTTP on loopback TCP", "pages/s", fanOut.eventsOverTCP.rate)
+        record("events / socket fan-out (Unix socket both)", "×", fanOut.events.rate / fanOut.socket.rate)
+        record("daemon CPU per page delivered, socket", "µs", fanOut.socket.cpu)
+        record("daemon CPU per page delivered, events on a Unix socket", "µs", fanOut.events.cpu)
+        record("daemon CPU per page delivered, events on TCP", "µs", fanOut.eventsOverTCP.cpu)
+        let latency = try pageLatency(samples: 200, pause: .milliseconds(110))
+        record("GET …/pages, prefetched page, p50", "ms", latency.http.p50)
+        record("GET …/pages, prefetched page, p99", "ms", latency.http.p99)
+        record("socket next, prefetched page, same daemon, p50", "ms", latency.socket.p50)
+        record("socket next, prefetched page, same daemon, p99", "ms", latency.socket.p99)
+    }
+
+    /// A daemon serving `users` (randomuser on a loopback upstream) on its socket and on HTTP.
+    struct World {
+        let upstream: LoopbackUpstream
+        let daemon: DaemonProcess
+        let port: Int
+        let unixPath: String
+
+        init(upstreamLatency: Duration, feedOptions: String) throws {
+            upstream = try LoopbackUpstream()
+            upstream.setLatency(upstreamLatency)
+            let directory = try TemporaryDirectory()
+            unixPath = directory.path("http.sock")
+            daemon = try DaemonProcess(config: """
+                [daemon]
+                max_clients = 20000
+                log_level = "notice"
+
+                [http]
+                listen = ["127.0.0.1:0", "\(unixPath)"]
+
+                [feeds.users]
+                source = "randomuser"
+                url = "\(upstream.baseURL)/api/"
+                seed = "bench"
+                \(feedOptions)
+                """, directory: directory)
+            let line = try daemon.log.waitForLine(containing: "HTTP listening on 127.0.0.1:")
+            guard let port = line.components(separatedBy: "127.0.0.1:").last.flatMap({ Int($0) }) else { throw TestFailure("no port in \(line)") }
+            self.port = port
+        }
+
+        /// A connection to the HTTP front, on its Unix socket or on TCP.
+        func connect(unix: Bool = false) throws -> Int32 {
+            if unix { return try UnixSocketAddress(path: unixPath).connect() }
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else { throw TestFailure("cannot connect to port \(port): errno \(errno)") }
+            var on: Int32 = 1
+            setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
+            return descriptor
+        }
+    }
+
+    /// Page deliveries per second, and the daemon's CPU time per delivery (µs).
+    struct Delivery {
+        var rate: Double
+        var cpu: Double
+    }
+
+    struct FanOut {
+        /// The socket's, and as events over HTTP on a Unix socket (the same transport) and on
+        /// TCP (whose loopback costs the daemon's core both ends' network stack). Each the
+        /// median of its rounds, which alternate, so a busy moment of the machine falls on all.
+        let socket: Delivery
+        let events: Delivery
+        let eventsOverTCP: Delivery
+        let pageBytes: Int
+    }
+
+    /// `subscribers` followers over the socket, then as many event streams over HTTP, each
+    /// receiving `pages` cached pages of about 22 KB (73 users each), from the first request
+    /// sent to the last follower's last page; `rounds` times each, in turn.
+    static func fanOut(subscribers: Int, pages: Int, rounds: Int) throws -> FanOut {
+        let world = try World(upstreamLatency: .zero, feedOptions: "results = 73\nprefetch = 0\ncache_pages = 4096")
+        let warm = try world.daemon.connect()
+        try warm.send("next users \(pages)")
+        let first = try warm.read(until: "page").found
+        let pageBytes = first.jsonText.utf8.count
+        for _ in 2...pages { _ = try warm.connection.readLine() }
+        let deliveries = Double(subscribers * pages)
+        func measured(_ body: () throws -> Duration) throws -> Delivery {
+            let cpuBefore = try world.daemon.cpuSeconds()
+            let elapsed = try body()
+            return Delivery(rate: deliveries / elapsed.seconds, cpu: (try world.daemon.cpuSeconds() - cpuBefore) * 1e6 / deliveries)
+        }
+        var socket: [Delivery] = [], events: [Delivery] = [], eventsOverTCP: [Delivery] = []
+        for _ in 0..<rounds {
+            socket.append(try measured {
+                let followers = try Followers(subscribers, on: [world.daemon.socketPath])
+                let started = try followers.send(#"{"op":"subscribe","feed":"users","follow":true}"#)
+                guard followers.counter.read(untilEachHas: 2 + pages, deadline: .now + .seconds(120)) else { throw TestFailure("socket fan-out timed out") }
+                return followers.counter.lineCompletions[2 + pages]!.last - started
+            })
+            events.append(try measured { try eventsFanOut(subscribers: subscribers, pages: pages) { try world.connect(unix: true) } })
+            eventsOverTCP.append(try measured { try eventsFanOut(subscribers: subscribers, pages: pages) { try world.connect(unix: false) } })
+        }
+        func median(_ rounds: [Delivery]) -> Delivery {
+            Delivery(rate: quantile(rounds.map(\.rate), 0.5), cpu: quantile(rounds.map(\.cpu), 0.5))
+        }
+        return FanOut(socket: median(socket), events: median(events), eventsOverTCP: median(eventsOverTCP), pageBytes: pageBytes)
+    }
+
+    /// The time `subscribers` event streams, each on a connection `connect` makes, take to
+    /// bring `pages` pages each.
+    private static func eventsFanOut(subscribers: Int, pages: Int, connect: () throws -> Int32) throws -> Duration {
+        // Every stream gets the same bytes: one stream read alone says how many.
+        let request = Array("GET /v1/feeds/users/events HTTP/1.0\r\n\r\n".utf8)
+        let probe = try connect()
+        defer { close(probe) }
+        let streamBytes = try bytesOfStream(probe, request: request, pages: pages)
+        let streams = try (0..<subscribers).map { _ in try connect() }
+        defer { for descriptor in streams { close(descriptor) } }
+        let counter = LineCounter(streams)
+        let started = ContinuousClock.now
+        for descriptor in streams { _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) } }
+        guard counter.read(bytes: streamBytes, deadline: .now + .seconds(120)) else { throw TestFailure("event stream fan-out timed out") }
+        return ContinuousClock.now - started
+    }
+
+    /// The bytes of an event stream up to the end of its `pages`-th page event.
+    private static func bytesOfStream(_ descriptor: Int32, request: [UInt8], pages: Int) throws -> Int {
+        _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+        var received: [UInt8] = []
+        let last = Array("id: 1:\(pages)\n".utf8)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { break }
+            received += buffer[0..<count]
+            // The page's data line and the blank line after it end its event.
+            if let start = received.firstRange(of: last)?.upperBound, let end = received[start...].firstRange(of: Array("\n\n".utf8)) {
+                return end.upperBound
+            }
+        }
+        throw TestFailure("one event stream did not bring \(pages) pages")
+    }
+
+    /// The latency (ms, p50 and p99) of `GET …/pages` for the next page of a reader that pauses
+    /// between pages on a feed prefetched 3 pages ahead (upstream 100 ms), and of the socket's
+    /// `next` in the same daemon, the same way.
+    static func pageLatency(samples: Int, pause: Duration) throws -> (http: (p50: Double, p99: Double), socket: (p50: Double, p99: Double)) {
+        let world = try World(upstreamLatency: .milliseconds(100), feedOptions: "results = 20\nprefetch = 3\ncache_pages = 4096")
+        let client = try world.daemon.connect()
+        try client.send("next users")
+        _ = try client.read(until: "page")
+        let socketLatencies = try Scenarios.timedNexts(client, samples: samples, pause: pause)
+        let connection = try world.connect()
+        defer { close(connection) }
+        var reader = KeepAliveReader(descriptor: connection)
+        // The reader's first page, which it waits for, puts its prefetch in motion; the
+        // following pages are answered from the cache.
+        _ = try reader.get("/v1/feeds/users/pages?after=\(samples + 1)")
+        var httpLatencies: [Double] = []
+        for page in (samples + 2)...(2 * samples + 1) {
+            Thread.sleep(forTimeInterval: pause.seconds)
+            let started = ContinuousClock.now
+            let body = try reader.get("/v1/feeds/users/pages?after=\(page)")
+            httpLatencies.append((ContinuousClock.now - started).milliseconds)
+            guard body.starts(with: Array(#"{"feed":"users""#.utf8)) else { throw TestFailure("not a pages answer") }
+        }
+        return ((quantile(httpLatencies, 0.5), quantile(httpLatencies, 0.99)), (quantile(socketLatencies, 0.5), quantile(socketLatencies, 0.99)))
+    }
+}
+
+/// Requests on one keep-alive HTTP/1.1 connection; reads each answer by its Content-Length.
+private struct KeepAliveReader {
+    let descriptor: Int32
+    private var pending: [UInt8] = []
+    private var buffer = [UInt8](repeating: 0, count: 1 << 16)
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// The body of `GET path`.
+    mutating func get(_ path: String) throws -> [UInt8] {
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: bench\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+        while true {
+            if let headerEnd = pending.firstRange(of: Array("\r\n\r\n".utf8)) {
+                let head = String(decoding: pending[..<headerEnd.lowerBound], as: UTF8.self).lowercased()
+                guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
+                    let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+                else { throw TestFailure("no Content-Length in \(head)") }
+                if pending.count >= headerEnd.upperBound + length {
+                    let body = Array(pending[headerEnd.upperBound..<(headerEnd.upperBound + length)])
+                    pending.removeFirst(headerEnd.upperBound + length)
+                    return body
+                }
+            }
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { throw TestFailure("the connection closed") }
+            pending += buffer[0..<count]
+        }
+    }
+}

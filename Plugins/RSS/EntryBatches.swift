@@ -1,0 +1,136 @@
+import Dispatch
+import FeedKit
+
+/// The text of one field as the reader found it, in its batch's storage.
+struct CapturedText: Sendable {
+    let range: Range<Int>
+    let kind: TextKind
+}
+
+/// An entry as the reader found it, before it becomes JSON.
+struct CapturedEntry: Sendable {
+    var title: CapturedText?
+    var link: CapturedText?
+    /// The base URI the link is relative to.
+    var linkBase: String?
+    var summary: CapturedText?
+    var published: CapturedText?
+    var updated: CapturedText?
+    var date: CapturedText?
+    var author: CapturedText?
+    var guid: CapturedText?
+    var id: CapturedText?
+    /// Where the entry's categories are in the batch's `categories`.
+    var categories: Range<Int> = 0..<0
+}
+
+/// Entries as the reader found them, their text in one buffer, on their way to becoming
+/// ``FeedEntry`` values: the work of turning them into JSON (dates, links, escaping, HTML as
+/// text) is done a batch at a time, on other cores while the document is still being read.
+///
+/// The reader captures each field's text straight into `bytes`, and takes back (drops from the
+/// end) what no field wants.
+struct CapturedBatch: Sendable {
+    var bytes: [UInt8]
+    private(set) var entries: [CapturedEntry] = []
+    private(set) var categories: [Range<Int>] = []
+
+    /// How many entries a batch holds before it is built.
+    static let size = 256
+
+    /// A batch with room for `expectedBytes` of text, so that its buffer rarely grows (and copies).
+    init(expectedBytes: Int = 0) {
+        bytes = []
+        bytes.reserveCapacity(expectedBytes)
+    }
+
+    var isFull: Bool { entries.count >= Self.size }
+
+    /// Drops the bytes from `offset` on: text no field took.
+    mutating func takeBack(from offset: Int) {
+        if offset < bytes.count { bytes.removeLast(bytes.count - offset) }
+    }
+
+    /// Keeps the entry whose fields' text is in `bytes` where `fields` says.
+    mutating func add(_ fields: EntryFields) {
+        func text(_ field: Field) -> CapturedText? {
+            let slot = fields[field]
+            return slot.isEmpty ? nil : CapturedText(range: slot.range, kind: slot.kind)
+        }
+        var entry = CapturedEntry()
+        entry.title = text(.title)
+        entry.link = text(.link)
+        entry.linkBase = fields[.link].base
+        // The summary, else the content if it is text (not an image's bytes).
+        entry.summary = text(.summary) ?? (fields[.content].kind == .binary ? nil : text(.content))
+        entry.published = text(.published)
+        entry.updated = text(.updated)
+        entry.date = text(.date)
+        entry.author = text(.author)
+        entry.guid = text(.guid)
+        entry.id = text(.id)
+        entry.categories = categories.count..<(categories.count + fields.categories.count)
+        categories.append(contentsOf: fields.categories)
+        entries.append(entry)
+    }
+
+    /// The batch's entries as published, in order.
+    func built(_ context: DocumentContext) -> [FeedEntry] {
+        entries.compactMap { entry in
+            func text(_ captured: CapturedText?) -> ArraySlice<UInt8>? { captured.map { bytes[$0.range] } }
+            func readable(_ captured: CapturedText?) -> ArraySlice<UInt8>? {
+                guard let captured else { return nil }
+                guard context.plainText, captured.kind == .html || captured.kind == .markup else { return bytes[captured.range] }
+                let plain = HTMLText.plainText(bytes[captured.range])
+                return plain.isEmpty ? nil : plain[...]
+            }
+            func time(_ captured: CapturedText?) -> FeedTime? { text(captured)?.withUnsafeBufferPointer { FeedTime(utf8: $0) } }
+            var values = EntryValues()
+            values.title = readable(entry.title)
+            values.link = text(entry.link).flatMap { LinkResolution.resolve($0, against: entry.linkBase ?? context.base) }
+            values.summary = readable(entry.summary)
+            let date = time(entry.date)
+            values.published = time(entry.published) ?? date
+            values.updated = time(entry.updated) ?? date
+            values.author = text(entry.author)
+            for range in categories[entry.categories] {
+                values.categoryBytes.append(contentsOf: bytes[range])
+                values.categoryEnds.append(values.categoryBytes.count)
+            }
+            return values.entry(guid: text(entry.guid), id: text(entry.id))
+        }
+    }
+}
+
+/// Builds full batches on Dispatch's pool while the reader goes on, and gives the entries back
+/// in document order. A small document (one batch) is built by the reader itself, at its end.
+/// Used by the reading thread alone; the batches go to other threads as values.
+final class BatchBuilder {
+    private let context: DocumentContext
+    private let group = DispatchGroup()
+    private let built = Locked<[Int: [FeedEntry]]>([:])
+    private var submitted = 0
+
+    init(context: DocumentContext) {
+        self.context = context
+    }
+
+    func submit(_ batch: CapturedBatch) {
+        let (index, context, built) = (submitted, context, built)
+        submitted += 1
+        group.enter()
+        DispatchQueue.global(qos: .userInitiated).async { [group] in
+            let entries = batch.built(context)
+            built.withLock { $0[index] = entries }
+            group.leave()
+        }
+    }
+
+    /// Every entry, in order: the submitted batches' (waited for), then `last`'s.
+    func entries(finishing last: CapturedBatch) -> [FeedEntry] {
+        let tail = last.built(context)
+        group.wait()
+        let batches = built.withLock { $0 }
+        return (0..<submitted).flatMap { batches[$0] ?? [] } + tail
+    }
+}
