@@ -24,10 +24,10 @@ let package = Package(
     ],
     targets: [
         // The adapter protocol and every type an adapter sees.
-        .target(name: "FeedKit", dependencies: ["CSpawn", "CCurl", "CJSONValidator"]),
-        // simdjson (Debian's libsimdjson-dev) behind a one-function C API: is this one JSON text?
-        // Lets adapters keep a JSON line's bytes instead of parsing it into a tree.
-        .target(name: "CJSONValidator", linkerSettings: [.linkedLibrary("simdjson")]),
+        .target(name: "FeedKit", dependencies: ["CSpawn", "CCurl", "CSimdJSON"]),
+        // simdjson (Debian's libsimdjson-dev) behind a small C API: a JSON text checked in full and
+        // indexed, so adapters keep the upstream's bytes for each value instead of building a tree.
+        .target(name: "CSimdJSON", linkerSettings: [.linkedLibrary("simdjson")]),
         // The keeper each plugin process group runs under: a fork that only C can make safely.
         .target(name: "CSpawn"),
 
@@ -87,6 +87,8 @@ let package = Package(
         .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedKit", "FeedClient", "CEventLoop"]),
         // epoll, eventfd and libdispatch's main-queue hooks, for the event loop.
         .systemLibrary(name: "CEventLoop"),
+        // glibc's mallopt, so that large blocks go back to the system when freed (Daemon).
+        .systemLibrary(name: "CMalloc"),
         // The HTTP front (SPEC §11): JSON pages, Server-Sent Events and the infinite-scroll page,
         // served by libmicrohttpd from the daemon's own event loop.
         .target(name: "FeedHTTP", dependencies: ["FeedEngine", "FeedServer", "FeedKit", "CMicroHTTPD", "CSodium"]),
@@ -104,7 +106,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "FeedKit", "FeedEngine", "FeedState", "FeedServer", "FeedHTTP", "SystemdSupport", "FeedFleet",
+                "FeedKit", "FeedEngine", "FeedState", "FeedServer", "FeedHTTP", "SystemdSupport", "FeedFleet", "CMalloc",
                 "FileAdapter", "RandomUserAdapter", "S3FeedAdapter", "ExecAdapter", "HTTPAdapter", "RSSAdapter",
                 "MergeAdapter", "ConformanceKit",
             ]),

@@ -71,6 +71,7 @@ for run in 1...runs {
         record("idle daemon RssAnon", "MiB", idle.idleAnon)
         record("idle daemon RSS", "MiB", idle.idleRSS)
     }
+    if wanted("upstream") { try UpstreamPathScenarios.run() }
     if wanted("engine") {
         let large = try EngineScenarios.largeFile()
         record("1M-line file (\(large.fileBytes / 1_000_000) MB): first page after `after: 49000`", "ms", large.farPage)

@@ -9,12 +9,14 @@ enum ExecResponse: Equatable {
     /// Not a valid answer: the plugin is misbehaving and is restarted.
     case invalid(String)
 
-    static func decodeFetch(_ response: JSONValue) -> ExecResponse {
+    /// What `document`, the program's answer line, means; items keep the bytes the program wrote.
+    static func decodeFetch(_ document: JSONDocument) -> ExecResponse {
+        let response = document.root
         if let error = response["error"] {
             let message = "plugin error: \(error.stringValue ?? error.jsonText)"
             return .pluginError(response["retryable"]?.boolValue == false ? .rejected(message) : .transient(message))
         }
-        guard let entries = response["items"]?.arrayValue else {
+        guard let entries = response["items"]?.elements else {
             return .invalid("answered a fetch without an \"items\" array: \(response.jsonText.prefix(200))")
         }
         var items: [Item] = []
@@ -23,10 +25,7 @@ enum ExecResponse: Equatable {
             guard let data = entry["data"] else { return .invalid("sent an item without \"data\": \(entry.jsonText.prefix(200))") }
             items.append(Item(id: entry["id"], data: data))
         }
-        switch response["next"] {
-        case nil, .null?: return .page(.page(items, next: .end))
-        case .string(let token)?: return .page(.page(items, next: .more(token: token)))
-        case let other?: return .page(.page(items, next: .more(token: other.jsonText)))
-        }
+        guard let next = response["next"], !next.isNull else { return .page(.page(items, next: .end)) }
+        return .page(.page(items, next: .more(token: next.stringValue ?? next.jsonText)))
     }
 }

@@ -40,8 +40,8 @@ actor PluginHost {
         return candidates.first { access($0, X_OK) == 0 && !FileManager.default.directoryExists(atPath: $0) }
     }
 
-    /// Sends `request` and returns the response; any failure kills the program.
-    func call(_ request: JSONValue) async throws(SourceError) -> JSONValue {
+    /// Sends `request` and returns the response, a JSON object; any failure kills the program.
+    func call(_ request: JSONValue) async throws(SourceError) -> JSONDocument {
         let process = try await running()
         return try await exchange(request, with: process)
     }
@@ -87,7 +87,7 @@ actor PluginHost {
         }
         logger.info("started plugin \(executable) (pid \(process.pid))\(starts > 1 ? ", start \(starts)" : "")")
         self.process = process
-        let answer = try await exchange(["op": "configure", "feed": .string(feed), "options": .object(options)], with: process)
+        let answer = try await exchange(["op": "configure", "feed": .string(feed), "options": .object(options)], with: process).root.value
         if let error = answer["error"] {
             await kill(reason: "refused its configuration")
             throw SourceError.rejected("plugin \(executable) refused its configuration: \(error.stringValue ?? error.jsonText)")
@@ -106,7 +106,7 @@ actor PluginHost {
         return process
     }
 
-    private func exchange(_ request: JSONValue, with process: Subprocess) async throws(SourceError) -> JSONValue {
+    private func exchange(_ request: JSONValue, with process: Subprocess) async throws(SourceError) -> JSONDocument {
         do {
             try process.send(request.serialized)
         } catch {
@@ -115,7 +115,7 @@ actor PluginHost {
         }
         switch await process.nextLine(timeout: timeout) {
         case .line(let bytes):
-            if let response = try? JSONValue(parsing: bytes), response.objectValue != nil { return response }
+            if let response = try? JSONDocument(parsing: bytes), response.root.kind == .object { return response }
             throw await discard(because: "wrote a line that is not a JSON object: \(String(decoding: bytes.prefix(200), as: UTF8.self))")
         case .tooLong:
             throw await discard(because: "wrote a line longer than \(Subprocess.maxLineBytes) bytes")

@@ -157,20 +157,21 @@ public struct HTTPJSONSource: SourceAdapter {
         return (url, http)
     }
 
-    /// The items of a page body: the array at `path`, each with its id at `ids` (else a hash of it).
-    /// A body without an array there is rejected, naming the URL and the path.
-    public static func items(in body: JSONValue, at path: DotPath, ids: DotPath?, from url: URL) throws(SourceError) -> [Item] {
-        guard let entries = path.value(in: body)?.arrayValue else {
+    /// The items of a page body: the array at `path`, each as the upstream wrote it, with its id
+    /// at `ids` (else a hash of it). A body without an array there is rejected, naming the URL
+    /// and the path.
+    public static func items(in body: JSONDocument, at path: DotPath, ids: DotPath?, from url: URL) throws(SourceError) -> [Item] {
+        guard let entries = body.root.value(at: path)?.elements else {
             throw SourceError.rejected("the body from \(url.absoluteString) has no array at items = \"\(path)\"")
         }
         return entries.map { entry in
-            let id = ids?.value(in: entry)
-            return id == .string("") ? Item(hashing: entry) : Item(id: id, data: entry)
+            let id = ids.flatMap(entry.value(at:))
+            return id?.stringValue == "" ? Item(hashing: entry) : Item(id: id, data: entry)
         }
     }
 
     /// Where the page after the one at `location` is, by the `next` rule; nil when none follows.
-    private func nextLocation(after location: PageLocation, body: JSONValue, response: HTTPResponse, url: URL) throws(SourceError) -> PageLocation? {
+    private func nextLocation(after location: PageLocation, body: JSONDocument, response: HTTPResponse, url: URL) throws(SourceError) -> PageLocation? {
         let following: PageLocation?
         switch next {
         case .none:
@@ -180,18 +181,20 @@ public struct HTTPJSONSource: SourceAdapter {
             if let numbered = location.numbered({ .number($0 + 1) }) { return numbered }
             following = .url(try Self.resolve(target, against: url, what: "the Link rel=\"next\" target"))
         case .path(let path):
-            guard let value = path.value(in: body), value != .null, value != .bool(false), value != .string("") else { return nil }
+            guard let value = body.root.value(at: path), !value.isNull, value.boolValue != false, value.stringValue != "" else { return nil }
             if let numbered = location.numbered({ .number($0 + 1) }) { return numbered }
-            let text: String
-            switch value {
-            case .string(let string): text = string
-            case .integer(let integer): text = String(integer)
-            default:
-                throw SourceError.rejected("the body from \(url.absoluteString) has \(value.typeDescription) at next = \"\(path)\", not a cursor")
-            }
+            let text = try Self.cursor(value, at: path, from: url)
             following = template.paging == .cursor ? .cursor(text) : .url(try Self.resolve(text, against: url, what: "the next URL at \"\(path)\""))
         }
         return following
+    }
+
+    /// The next cursor a body's `value` at `path` names: a string, or an integer as written (of
+    /// any size). Anything else is rejected.
+    private static func cursor(_ value: JSONElement, at path: DotPath, from url: URL) throws(SourceError) -> String {
+        if let string = value.stringValue { return string }
+        if value.isInteger { return value.jsonText }
+        throw SourceError.rejected("the body from \(url.absoluteString) has \(value.typeDescription) at next = \"\(path)\", not a cursor")
     }
 
     /// `reference` made absolute against the URL of the page that named it; it must be http(s).

@@ -19,7 +19,8 @@ public struct RandomUserSource: SourceAdapter {
         RedirectPolicy.configKey,
     ]
 
-    let baseURL: URL
+    /// The page URL up to the page number: the base URL, its own query and `results`.
+    let pagePrefix: String
     let results: Int
     let fixedSeed: String?
     let http: HTTPSource
@@ -29,8 +30,9 @@ public struct RandomUserSource: SourceAdapter {
         guard let parsed = URL(string: url), let scheme = parsed.scheme, ["http", "https"].contains(scheme), parsed.host != nil else {
             throw options.invalid("url", "\"\(url)\" is not an http(s) URL")
         }
-        baseURL = parsed
         results = try options.integer("results", in: 1...5_000) ?? 20
+        let withoutFragment = parsed.absoluteString.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        pagePrefix = withoutFragment + (parsed.query == nil ? "?" : "&") + "results=\(results)&page="
         fixedSeed = try options.string("seed")
         http = try context.http(options)
     }
@@ -42,26 +44,43 @@ public struct RandomUserSource: SourceAdapter {
         return .page(try Self.decode(try await http.getJSON(url), from: url), next: .more(token: nil))
     }
 
-    /// One response body's users, with ids from `login.uuid`. An `{"error": …}` body is an upstream error.
-    public static func decode(_ body: JSONValue, from url: URL) throws(SourceError) -> [Item] {
-        if let error = body["error"] {
+    /// One response body's users, each as the upstream wrote it, with ids from `login.uuid`. An
+    /// `{"error": …}` body is an upstream error.
+    public static func decode(_ body: JSONDocument, from url: URL) throws(SourceError) -> [Item] {
+        if let error = body.root["error"] {
             throw SourceError.transient("randomuser error from \(url.absoluteString): \(error.stringValue ?? error.jsonText)")
         }
-        guard let users = body["results"]?.arrayValue else {
+        guard let users = body.root["results"]?.elements else {
             throw SourceError.rejected("the body from \(url.absoluteString) has no \"results\" array")
         }
         return users.map { user in
-            user["login"]?["uuid"]?.stringValue.map { Item(id: $0, data: user) } ?? Item(hashing: user)
+            guard let uuid = user.value(at: uuidPath), uuid.kind == .string else { return Item(hashing: user) }
+            return Item(id: uuid, data: user)
         }
     }
 
+    private static let uuidPath = DotPath("login.uuid")!
+
+    /// Built as text from a prefix made once, rather than by URLComponents, which parses and
+    /// writes the whole URL again for every page.
     func pageURL(page: Int, seed: String) -> URL {
-        var components = URLComponents(url: baseURL, resolvingAgainstBaseURL: false)!
-        var query = components.queryItems ?? []
-        query.append(URLQueryItem(name: "results", value: String(results)))
-        query.append(URLQueryItem(name: "page", value: String(page)))
-        query.append(URLQueryItem(name: "seed", value: seed))
-        components.queryItems = query
-        return components.url!
+        URL(string: pagePrefix + String(page) + "&seed=" + Self.percentEncoded(seed))!
     }
+
+    /// `text` with every byte but RFC 3986's unreserved characters percent-encoded (most seeds
+    /// have none to encode).
+    static func percentEncoded(_ text: String) -> String {
+        guard !text.utf8.allSatisfy(isUnreserved) else { return text }
+        return text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"): true
+        default: false
+        }
+    }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

@@ -57,12 +57,13 @@ public struct S3FeedSource: SourceAdapter {
         return try Self.decode(try await http.getJSON(url), from: url)
     }
 
-    /// One page body: its items (ids from `id`) and whether more pages follow.
-    public static func decode(_ body: JSONValue, from url: URL) throws(SourceError) -> (items: [Item], hasMorePages: Bool) {
-        guard let entries = body["items"]?.arrayValue else {
+    /// One page body: its items, each as the upstream wrote it (ids from `id`), and whether more
+    /// pages follow.
+    public static func decode(_ body: JSONDocument, from url: URL) throws(SourceError) -> (items: [Item], hasMorePages: Bool) {
+        guard let entries = body.root["items"]?.elements else {
             throw SourceError.rejected("the body from \(url.absoluteString) has no \"items\" array")
         }
         let items = entries.map { Item(id: $0["id"], data: $0) }
-        return (items, body["hasMorePages"]?.boolValue ?? false)
+        return (items, body.root["hasMorePages"]?.boolValue ?? false)
     }
 }

@@ -1,3 +1,4 @@
+import CMalloc
 import FeedEngine
 import FeedFleet
 import FeedHTTP
@@ -72,6 +73,10 @@ final class Daemon {
 
     func run() -> Never {
         signal(SIGPIPE, SIG_IGN)
+        // Blocks of 1 MiB and more (a wide page's body, its items, its line) are mapped on their
+        // own and so given back when freed: glibc otherwise raises that threshold to the largest
+        // block freed so far, and the heap keeps every later one's memory (issue 23, item 10).
+        mallopt(M_MMAP_THRESHOLD, 1 << 20)
         // Before anything can announce the daemon, so a signal sent right after is never lost.
         handleSignals()
         let configuration = loadConfigurationOrExit()

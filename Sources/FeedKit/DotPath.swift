@@ -6,7 +6,7 @@
 public struct DotPath: Sendable, Hashable, CustomStringConvertible {
     /// The path as written.
     public let description: String
-    private let components: [Substring]
+    let components: [Substring]
 
     /// Reads `text`; nil when a component is empty (`"a..b"`, `".a"`, `"a."`).
     public init?(_ text: String) {

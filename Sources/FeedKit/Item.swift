@@ -96,6 +96,25 @@ extension Item {
     public init(hashing data: JSONValue) {
         self.init(id: StableHash.hex(data.serialized), data: data)
     }
+
+    /// An item whose data is a value of a source's body, kept as the source wrote it, with its id
+    /// from a field of the source: a string as it is, an integer in decimal (of any size),
+    /// anything else (or nothing) a hash of the data.
+    public init(id field: JSONElement?, data: JSONElement) {
+        if let field, let id = field.stringValue {
+            self.init(id: id, json: data.raw)
+        } else if let field, field.isInteger {
+            self.init(id: field.integerValue.map { String($0) } ?? field.jsonText, json: data.raw)
+        } else {
+            self.init(hashing: data)
+        }
+    }
+
+    /// An item of a source's value that has no id: the id is the hash ``init(hashing:)-(JSONValue)``
+    /// gives the same data, whatever its spacing, member order or escapes.
+    public init(hashing data: JSONElement) {
+        self.init(id: StableHash.hex(data.canonicalText), json: data.raw)
+    }
 }
 
 /// FNV-1a, 64 bits: a hash that is the same in every process and on every machine, for ids

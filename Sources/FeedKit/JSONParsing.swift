@@ -1,11 +1,5 @@
 import Foundation
 
-/// Why some bytes are not a JSON value.
-public struct JSONParseError: Error, Sendable, CustomStringConvertible {
-    /// What is wrong, and where.
-    public let description: String
-}
-
 extension JSONValue {
     /// Parses one JSON text (any value, not only objects) with Foundation's parsers.
     ///

@@ -1,28 +1,41 @@
-import CJSONValidator
+import CSimdJSON
+import Glibc
 
 /// One JSON text kept as its own bytes, checked once: an adapter whose source already speaks
-/// JSON (a line of a file, say) hands it on without parsing it into a ``JSONValue`` tree, which
-/// costs many times the text's size in memory and most of the time spent on a page.
+/// JSON (a line of a file, a value in an upstream body) hands it on without parsing it into a
+/// ``JSONValue`` tree, which costs many times the text's size in memory and most of the time
+/// spent on a page.
 ///
-/// The bytes go to subscribers exactly as they came (key order and spacing kept), so they must
-/// not contain a line break outside strings; the check guarantees they are one valid JSON text
-/// (RFC 8259, UTF-8), and the bytes of a line never hold a newline.
+/// The bytes go to subscribers exactly as they came (key order, spacing, numbers of any size),
+/// so they never contain a line break: JSON allows one only as whitespace between tokens, and a
+/// value taken from a document that has some is compacted first (``JSONElement/raw``). They are
+/// one JSON text as ``JSONDocument`` accepts it.
 public struct RawJSON: Sendable, Hashable {
-    /// The JSON text.
-    public let bytes: [UInt8]
+    /// The JSON text: a view of the bytes it was read from, which a value taken from a
+    /// ``JSONDocument`` shares with the document's other values.
+    public let bytes: ArraySlice<UInt8>
 
-    /// `bytes` if they are exactly one JSON text without a newline; nil otherwise.
+    /// `bytes` if they are exactly one JSON text, as ``JSONDocument`` accepts it, without a
+    /// line break; nil otherwise.
     public init?(validating bytes: some Collection<UInt8>) {
         let bytes = Array(bytes)
-        guard !bytes.contains(UInt8(ascii: "\n")) else { return nil }
-        let valid = bytes.withUnsafeBufferPointer { feedd_json_is_valid($0.baseAddress, $0.count) == 1 }
+        let valid = bytes.withUnsafeBufferPointer { text in
+            guard let start = text.baseAddress else { return false }
+            return memchr(start, 0x0A, text.count) == nil && memchr(start, 0x0D, text.count) == nil
+                && feedd_json_is_valid(start, text.count, JSONDocument.maximumDepth) == 1
+        }
         guard valid else { return nil }
+        self.bytes = bytes[...]
+    }
+
+    /// Bytes already checked, by a ``JSONDocument``.
+    init(checked bytes: ArraySlice<UInt8>) {
         self.bytes = bytes
     }
 
-    /// The value the text holds, parsed (for the rare reader that needs to look inside).
+    /// The value the text holds, as a tree (for the rare reader that needs to look inside).
     public var value: JSONValue {
-        // Validated at init: a failure here would be a disagreement between the two parsers.
-        (try? JSONValue(parsing: bytes)) ?? .null
+        // Checked at init: a failure here would be a disagreement between two runs of one parser.
+        (try? JSONDocument(parsing: bytes))?.root.value ?? .null
     }
 }

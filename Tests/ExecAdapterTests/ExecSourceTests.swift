@@ -56,6 +56,27 @@ import TestSupport
         await confused.shutdown()
     }
 
+    @Test func items_keep_the_bytes_the_plugin_wrote_numbers_of_any_size_included() async throws {
+        let directory = try TemporaryDirectory()
+        let answer = #"{"items":[{"id":123456789012345678901234567890,"data":{"n":1e400, "big": -123456789012345678901234567890.5}},{"data":[1, 2]}],"next":null}"#
+        let script = try directory.write("plugin", """
+            #!/usr/bin/env python3
+            import json, sys
+            for line in sys.stdin:
+                print('{"ok": true}' if json.loads(line)["op"] == "configure" else \(String(reflecting: answer)), flush=True)
+            """)
+        chmod(script, 0o755)
+        let source = try ExecSource(options: AdapterOptions(feed: "x", values: ["command": [.string(script)]]), context: AdapterConformance.context())
+        guard case .page(let items, .end) = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "s")) else {
+            Issue.record("no last page")
+            return
+        }
+        #expect(items.map(\.dataText) == [#"{"n":1e400, "big": -123456789012345678901234567890.5}"#, "[1, 2]"])
+        #expect(items.first?.id == "123456789012345678901234567890")
+        #expect(items.last?.id == Item(hashing: [1, 2]).id, "an item without an id is known by the hash of its data")
+        await source.shutdown()
+    }
+
     @Test func a_command_that_is_not_executable_is_a_config_error() {
         #expect(throws: OptionError.self) {
             try ExecSource(options: AdapterOptions(feed: "x", values: ["command": ["/nonexistent/plugin"]]), context: AdapterConformance.context())

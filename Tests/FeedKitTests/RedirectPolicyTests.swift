@@ -21,7 +21,7 @@ import TestSupport
         upstream.setResource("/middle", .redirect(to: "\(upstream.baseURL)/new", status: 307))
         upstream.setResource("/new", .json(Self.page))
         let body = try await Self.http(.sameHost).getJSON(URL(string: "\(upstream.baseURL)/old")!)
-        #expect(body == Self.page)
+        #expect(body.root.value == Self.page)
         #expect(upstream.received.map(\.target) == ["/old", "/middle", "/new"])
     }
 
@@ -51,7 +51,7 @@ import TestSupport
         upstream.setResource("/back", .json(Self.page))
         var http = Self.http(.anyHost, token: "t0ken")
         http.headers = ["Accept": "application/json", "X-Api-Key": "k3y"]
-        #expect(try await http.getJSON(URL(string: "\(upstream.baseURL)/old")!) == Self.page)
+        #expect(try await http.getJSON(URL(string: "\(upstream.baseURL)/old")!).root.value == Self.page)
         #expect(upstream.received.first?.headers["authorization"] == "Bearer t0ken" && upstream.received.first?.headers["x-api-key"] == "k3y")
         let sent = try #require(elsewhere.received.first?.headers)
         #expect(elsewhere.received.count == 1 && sent["authorization"] == nil && sent["x-api-key"] == nil, "\(sent)")
@@ -77,7 +77,7 @@ import TestSupport
             try await Self.http(.anyHost).get(URL(string: "\(upstream.baseURL)/hop0")!)
         }
         upstream.setResource("/hop0", .redirect(to: "/hop1"))
-        #expect(try await Self.http(.sameHost).getJSON(URL(string: "\(upstream.baseURL)/hop1")!) == Self.page, "five are followed")
+        #expect(try await Self.http(.sameHost).getJSON(URL(string: "\(upstream.baseURL)/hop1")!).root.value == Self.page, "five are followed")
     }
 
     @Test func an_upgrade_to_https_on_the_same_host_counts_as_the_same_host() {

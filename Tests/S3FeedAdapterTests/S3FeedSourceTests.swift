@@ -33,6 +33,17 @@ import TestSupport
         #expect(items.map(\.id) == ["p2-1"])
     }
 
+    @Test func items_keep_the_upstream_bytes_numbers_of_any_size_included() async throws {
+        let upstream = try LoopbackUpstream()
+        let items = [#"{"id":123456789012345678901234567890,"label":"big"}"#, #"{"id": "b", "v": [1e400, -0.0, 2.50]}"#]
+        upstream.setResource("/feed-1.json", .text(#"{"items":[\#(items.joined(separator: ","))],"hasMorePages":false}"#, contentType: "application/json"))
+        guard case .page(let page, .end) = try await adapter(upstream).fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "test")) else {
+            Issue.record("no last page"); return
+        }
+        #expect(page.map(\.id) == ["123456789012345678901234567890", "b"], "an integer id of any size, as written")
+        #expect(page.map(\.dataText) == items)
+    }
+
     @Test func the_url_must_have_a_page_placeholder() {
         #expect(throws: OptionError.self) {
             try S3FeedSource(options: AdapterOptions(feed: "d", values: ["url": "http://x/feed.json"]), context: AdapterConformance.context())

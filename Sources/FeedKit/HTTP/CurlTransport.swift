@@ -232,9 +232,7 @@ private final class Transfer {
             headers = [:]
             return true
         }
-        guard let colon = line.firstIndex(of: ":") else { return true }
-        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let (name, value) = HeaderField.split(bytes) else { return true }
         headers[name] = headers[name].map { "\($0), \(value)" } ?? value
         return true
     }

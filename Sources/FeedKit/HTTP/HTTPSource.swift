@@ -38,15 +38,16 @@ public struct HTTPSource: Sendable {
         try await send(url, extraHeaders: validators?.requestHeaders ?? [:], acceptNotModified: validators != nil)
     }
 
-    /// GETs `url` and parses its body as JSON; a body that does not parse is a rejection.
-    public func getJSON(_ url: URL) async throws(SourceError) -> JSONValue {
+    /// GETs `url` and reads its body as a JSON document; a body that is not JSON is a rejection.
+    public func getJSON(_ url: URL) async throws(SourceError) -> JSONDocument {
         try Self.json(in: try await get(url), from: url)
     }
 
-    /// A response's body as JSON; a body that does not parse is a rejection naming `url`.
-    public static func json(in response: HTTPResponse, from url: URL) throws(SourceError) -> JSONValue {
+    /// A response's body as a JSON document; a body that is not JSON (or nests too deeply, or
+    /// repeats a member name) is a rejection naming `url`.
+    public static func json(in response: HTTPResponse, from url: URL) throws(SourceError) -> JSONDocument {
         do {
-            return try JSONValue(parsing: response.body)
+            return try JSONDocument(parsing: response.body)
         } catch {
             throw SourceError.rejected("the body from \(url.absoluteString) is not valid JSON (\(error.description))")
         }
@@ -58,9 +59,7 @@ public struct HTTPSource: Sendable {
             redirects: redirects)
         let response: HTTPResponse
         do {
-            response = try await withDeadline { [transport, timeout] in try await transport.send(request, timeout: timeout) }
-        } catch is DeadlineExceeded {
-            throw SourceError.transient("GET \(url.absoluteString): no response within \(timeout.wholeMilliseconds) ms")
+            response = try await transport.send(request, timeout: timeout)
         } catch let error as SourceError {
             throw error
         } catch is CancellationError {
@@ -86,36 +85,6 @@ public struct HTTPSource: Sendable {
         }
     }
 
-    /// Runs `body`, giving up after the timeout even if the transport's own timeout does not fire
-    /// (a server that trickles bytes, or accepts and never answers). The answer does not wait for
-    /// `body` to notice its cancellation: a transport that is slow to give up costs a task, not
-    /// the feed's time.
-    private func withDeadline<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let timeout = timeout
-        let outcome = FirstOutcome<T>()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                outcome.install(continuation)
-                let work = Task {
-                    do {
-                        outcome.finish(.success(try await body()))
-                    } catch {
-                        outcome.finish(.failure(error))
-                    }
-                }
-                outcome.onFinish { work.cancel() }
-                Task {
-                    try? await Task.sleep(for: timeout)
-                    outcome.finish(.failure(DeadlineExceeded()))
-                }
-            }
-        } onCancel: {
-            outcome.finish(.failure(CancellationError()))
-        }
-    }
-
-    private struct DeadlineExceeded: Error {}
-
     /// `Retry-After` as seconds or as an HTTP date.
     static func retryAfter(_ value: String) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
@@ -126,47 +95,5 @@ public struct HTTPSource: Sendable {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: trimmed) else { return nil }
         return .milliseconds(max(0, Int64(date.timeIntervalSinceNow * 1000)))
-    }
-}
-
-/// Whichever outcome comes first resumes the waiting caller; later ones are dropped.
-private final class FirstOutcome<T: Sendable>: Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<T, any Error>?
-        var early: Result<T, any Error>?
-        var finished = false
-        var cleanup: (@Sendable () -> Void)?
-    }
-
-    private let state = Locked(State())
-
-    func install(_ continuation: CheckedContinuation<T, any Error>) {
-        let early = state.withLock { state -> Result<T, any Error>? in
-            if let early = state.early { return early }
-            state.continuation = continuation
-            return nil
-        }
-        if let early { continuation.resume(with: early) }
-    }
-
-    func onFinish(_ cleanup: @escaping @Sendable () -> Void) {
-        let runNow = state.withLock { state -> Bool in
-            if state.finished { return true }
-            state.cleanup = cleanup
-            return false
-        }
-        if runNow { cleanup() }
-    }
-
-    func finish(_ result: Result<T, any Error>) {
-        let (continuation, cleanup) = state.withLock { state -> (CheckedContinuation<T, any Error>?, (@Sendable () -> Void)?) in
-            guard !state.finished else { return (nil, nil) }
-            state.finished = true
-            if state.continuation == nil { state.early = result }
-            defer { state.continuation = nil }
-            return (state.continuation, state.cleanup)
-        }
-        continuation?.resume(with: result)
-        cleanup?()
     }
 }
