@@ -8,7 +8,7 @@ import PackageDescription
 //   FeedServer      → FeedEngine, FeedClient, FeedKit     the Unix socket front (it never sees FeedState)
 //   FeedHTTP        → FeedEngine, FeedServer, FeedKit     the HTTP front, on libmicrohttpd
 //   FeedCluster     → FeedKit              NATS JetStream
-//   FeedFleet       → FeedEngine, FeedCluster, FeedKit    the engine's FleetLink on FeedCluster (CPageLine: simdjson)
+//   FeedFleet       → FeedEngine, FeedCluster, FeedKit    the engine's FleetLink on FeedCluster (CSimdJSON's page-line check)
 //   SystemdSupport  → FeedKit;   FeedClient → FeedKit
 //   Daemon          → the engine, the fronts, the fleet, systemd glue and the plugins: only wiring
 //   feedd → Daemon;   feedctl → FeedClient;   ConformanceKit → FeedKit
@@ -80,9 +80,7 @@ let package = Package(
         // Feeds, prefetch, shared fetches, cursors, configuration.
         .target(name: "FeedEngine", dependencies: ["FeedKit", "FeedState", "CTOMLShim"]),
         // The engine's FleetLink on FeedCluster's JetStream store: shared generations, pages, cursors.
-        .target(name: "FeedFleet", dependencies: ["FeedEngine", "FeedCluster", "FeedKit", "CPageLine"]),
-        // simdjson behind one function: is this the page line of that page? (see PublishedPageCheck)
-        .target(name: "CPageLine", linkerSettings: [.linkedLibrary("simdjson")]),
+        .target(name: "FeedFleet", dependencies: ["FeedEngine", "FeedCluster", "FeedKit", "CSimdJSON"]),
         // The Unix socket, connections, the line protocol and flow control.
         .target(name: "FeedServer", dependencies: ["FeedEngine", "FeedKit", "FeedClient", "CEventLoop"]),
         // epoll, eventfd and libdispatch's main-queue hooks, for the event loop.

@@ -1,4 +1,4 @@
-// Fuzz target: a page line as a NATS peer could publish it, checked by CPageLine before any
+// Fuzz target: a page line as a NATS peer could publish it, checked by CSimdJSON's page-line check before any
 // instance serves it. Invariants: the check never crashes or reads out of bounds, and a line it
 // accepts is one JSON object whose `items` array holds exactly the count it reported.
 #include "page_line.h"

@@ -1,6 +1,6 @@
 import FeedCluster
 import FeedEngine
-import CPageLine
+import CSimdJSON
 import FeedKit
 
 /// What a page read from the fleet must be before any instance serves it, caches it or pages
@@ -8,7 +8,7 @@ import FeedKit
 /// with a `Feedd-Page` header whose fields have the types and sizes an instance writes.
 ///
 /// The line goes to clients as it is (it is what `next` sends), so a line is checked as a whole,
-/// by simdjson (CPageLine): one line, one JSON text, one object with the page line's members and
+/// by simdjson (CSimdJSON's page-line check): one line, one JSON text, one object with the page line's members and
 /// no others, each once (an extra `"id"` would shadow the one a reply adds), its `feed`,
 /// `generation` and `page` those of its subject, and items that are objects with a string `id`
 /// and a `data`.
