@@ -1,5 +1,6 @@
-/// What one feed has done since it started, for the metrics (SPEC §10). Counters only grow; a
-/// feed replaced by a reload starts again from zero, which Prometheus reads as a counter reset.
+/// What one feed has done since the daemon started, for the metrics (SPEC §10). Counters only
+/// grow: a feed replaced by a reload (its pages changed) carries them on; only a feed removed and
+/// added again starts from zero, as a new series.
 public struct FeedCounters: Sendable, Equatable {
     /// Requests started against the upstream, whatever their outcome.
     public var upstreamRequests = 0
