@@ -68,7 +68,7 @@ public final class StateStore: Sendable {
         let connection = try SQLiteConnection(path: path, create: false)
         try connection.configureForState()
         if let problems = try connection.integrityProblems() {
-            throw StoreError(.damaged, "\(path) is damaged: \(problems.prefix(3).joined(separator: "; ")); see `feedd state check` and `feedd state repair`")
+            throw StoreError(.damaged, "\(path) is damaged: \(problems.prefix(3).joined(separator: "; "))", advice: StoreError.repairAdvice)
         }
         try StateFiles.checkSchema(of: connection)
         let (snapshot, rejected) = try connection.loadSnapshot()
