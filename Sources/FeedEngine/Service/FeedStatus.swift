@@ -82,6 +82,7 @@ public struct FeedStatus: Sendable {
             "cached_bytes": .integer(Int64(cachedBytes)),
             "reached_end": .bool(reachedEnd),
             "upstream_requests": .integer(Int64(counters.upstreamRequests)),
+            "fetches": .integer(Int64(counters.fetches)),
             "last_error": health.lastError.map(JSONValue.string) ?? .null,
             "subscribers": .integer(Int64(subscribers)),
             "consumers": .array(consumers.map(\.json)),

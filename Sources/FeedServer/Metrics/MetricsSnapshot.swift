@@ -67,7 +67,8 @@ public struct MetricsSnapshot: Sendable {
         writer.scalar("feedd_clients", .gauge, help: "Clients connected now.", samples: [([], clients)])
         writer.scalar("feedd_client_connections_total", .counter, help: "Client connections accepted.", samples: [([], connectionsAccepted)])
         writer.scalar("feedd_sent_bytes_total", .counter, help: "Bytes written to clients.", samples: [([], bytesSent)])
-        perFeed(&writer, "feedd_feed_upstream_requests_total", .counter, "Requests made to the feed's upstream.") { $0.counters.upstreamRequests }
+        perFeed(&writer, "feedd_feed_upstream_requests_total", .counter, "Requests made to the feed's upstream: HTTP requests, for a source that speaks HTTP.") { $0.counters.upstreamRequests }
+        perFeed(&writer, "feedd_feed_fetches_total", .counter, "Calls to the feed's adapter, each for one page.") { $0.counters.fetches }
         perFeed(&writer, "feedd_feed_upstream_errors_total", .counter, "Upstream requests that failed.") { $0.counters.upstreamErrors }
         perFeed(&writer, "feedd_feed_pages_fetched_total", .counter, "Pages fetched from the upstream.") { $0.counters.pagesFetched }
         perFeed(&writer, "feedd_feed_pages_delivered_total", .counter, "Pages sent to subscribers, once per subscriber.") { $0.counters.pagesDelivered }
