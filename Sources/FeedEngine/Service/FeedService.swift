@@ -9,7 +9,8 @@ import FeedState
 /// that id, and the ``ClientSink`` its events go to) is passed to every call, and ends with
 /// ``disconnect(_:)``. Each operation answers through its
 /// `answer` closure, on the main actor: a result, or a ``ServiceError`` whose ``ServiceError/Code``
-/// is the protocol's (`unknown_feed`, `bad_request`, `store_failed`, `shutting_down`). Everything
+/// is the protocol's (`unknown_feed`, `bad_request`, `store_failed`, `shutting_down`,
+/// `too_many_consumers`). Everything
 /// else a client is told comes as ``ClientEvent``s to its sink: pages, `end`, `refreshed`,
 /// upstream notices, and the end of a subscription it did not ask for (a reload removed the
 /// feed; another client took its consumer over).
