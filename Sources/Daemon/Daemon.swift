@@ -352,7 +352,7 @@ final class Daemon {
 
     /// STATUS=, e.g. `3 feeds, 12 clients; users ok, donny retrying: HTTP 503`, sent when it changes.
     private func publishStatus() {
-        let feeds = service?.feedStatuses(includingConsumers: false) ?? []
+        let feeds = service?.feedStatuses(consumers: .none) ?? []
         var text = "\(counted(feeds.count, "feed")), \(counted(server?.clientCount ?? 0, "client"))"
         let states = feeds.prefix(8).map { feed in
             feed.health.lastError.map { "\(feed.name) \(feed.health.state.rawValue): \($0)" } ?? "\(feed.name) \(feed.health.state.rawValue)"

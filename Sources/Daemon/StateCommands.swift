@@ -21,7 +21,9 @@ struct StateCommands {
             print("Stop feedd and run `feedd state repair\(configArgument)` to salvage what is readable.")
             return 1
         }
-        print("\(report.databasePath): ok; \(report.feeds) feeds, \(report.pages) pages (\(report.pageBodies) with their items), \(report.consumers) consumers")
+        print(
+            "\(report.databasePath): ok; \(counted(report.feeds, "feed")), \(counted(report.pages, "page")) (\(report.pageBodies) with their items), "
+                + counted(report.consumers, "consumer"))
         for row in report.rejectedRows { print("  feedd will reject at start: \(row)") }
         return 0
     }
@@ -31,7 +33,9 @@ struct StateCommands {
         guard let directory = stateDirectory() else { return 2 }
         do {
             let report = try StateMaintenance.repair(directory: directory)
-            print("repaired \(report.databasePath): \(report.feeds) feeds, \(report.pages) pages, \(report.consumers) consumers salvaged")
+            print(
+                "repaired \(report.databasePath): \(counted(report.feeds, "feed")), \(counted(report.pages, "page")), "
+                    + "\(counted(report.consumers, "consumer")) salvaged")
             for kept in report.keptAs { print("  the damaged file is kept as \(kept)") }
             for problem in report.unreadable { print("  could not read: \(problem)") }
             for row in report.rejectedRows { print("  left out: \(row)") }

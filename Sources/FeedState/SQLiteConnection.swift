@@ -109,7 +109,7 @@ final class SQLiteConnection {
         case SQLITE_IOERR, SQLITE_NOMEM, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_INTERRUPT:
             return StoreError(.unavailable, "\(doing) \(path): the disk failed (\(detail))")
         case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_FORMAT, SQLITE_SCHEMA, SQLITE_MISMATCH:
-            return StoreError(.damaged, "\(path) is damaged: \(detail); see `feedd state check` and `feedd state repair`")
+            return StoreError(.damaged, "\(path) is damaged: \(detail)", advice: StoreError.repairAdvice)
         default:
             return StoreError(.unavailable, "\(doing) \(path): \(detail)")
         }

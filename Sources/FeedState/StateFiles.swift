@@ -13,12 +13,12 @@ enum StateFiles {
                 throw StoreError(.unavailable, "cannot read \(path): \(String(cString: strerror(errno)))")
             }
             if access("\(path)-wal", F_OK) == 0 {
-                throw StoreError(.damaged, "\(path) is missing but its write-ahead log \(path)-wal is there; see `feedd state repair`")
+                throw StoreError(.damaged, "\(path) is missing but its write-ahead log \(path)-wal is there", advice: "see `feedd state repair`")
             }
             return true
         }
         guard status.st_size > 0 else {
-            throw StoreError(.damaged, "\(path) is empty (0 bytes), so every stored cursor is lost; see `feedd state repair`")
+            throw StoreError(.damaged, "\(path) is empty (0 bytes), so every stored cursor is lost", advice: "see `feedd state repair`")
         }
         return false
     }
@@ -61,7 +61,7 @@ enum StateFiles {
     static func checkSchema(of connection: SQLiteConnection) throws(StoreError) {
         let version = try connection.schemaVersion
         guard version != 0 else {
-            throw StoreError(.damaged, "\(connection.path) is not a feedd state database (it has no feedd schema); see `feedd state repair`")
+            throw StoreError(.damaged, "\(connection.path) is not a feedd state database (it has no feedd schema)", advice: "see `feedd state repair`")
         }
         guard version <= SQLiteConnection.schemaVersion else {
             throw StoreError(.damaged, "\(connection.path) was written by a newer feedd (schema \(version); this one knows \(SQLiteConnection.schemaVersion))")

@@ -55,7 +55,7 @@ public enum StateMaintenance {
             let rejected = try connection.loadSnapshot().rejected
             return report(problems: [], rejected: rejected, counts: try connection.rowCounts())
         } catch {
-            return report(problems: [error.description])
+            return report(problems: [error.problem])
         }
     }
 
@@ -63,6 +63,12 @@ public enum StateMaintenance {
     /// it, keeping a byte-for-byte copy of the damaged files beside it (named in the report).
     /// Takes the directory's lock first, so it refuses to run while a daemon uses the directory.
     public static func repair(directory: String) throws(StoreError) -> RepairReport {
+        // Taking the lock would create the directory and a lock file in it: a mistyped
+        // state_dir is told as such, and leaves nothing behind.
+        var directoryStatus = stat()
+        guard stat(directory, &directoryStatus) == 0, directoryStatus.st_mode & S_IFMT == S_IFDIR else {
+            throw StoreError(.unavailable, "the state directory \(directory) does not exist; there is nothing to repair (is state_dir right?)")
+        }
         let lock = try StateDirectoryLock(directory: directory)
         defer { lock.release() }
         let path = "\(directory)/\(StateStore.databaseName)"

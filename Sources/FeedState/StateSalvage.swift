@@ -24,7 +24,7 @@ enum StateSalvage {
         do {
             damaged = try SQLiteConnection(path: path, create: false, readOnly: true)
         } catch {
-            return [error.description]
+            return [error.problem]
         }
         defer { damaged.close() }
         // Lets SQLite read a file shorter than its header says (a truncated one) instead of
@@ -36,7 +36,7 @@ enum StateSalvage {
             try repaired.execute("COMMIT")
         } catch {
             try? repaired.execute("ROLLBACK")
-            problems.append("writing the repaired database: \(error.description)")
+            problems.append("writing the repaired database: \(error.problem)")
         }
         return problems
     }
@@ -65,7 +65,7 @@ enum StateSalvage {
                     try copyRow(values, rowid: rowid, blob: hasBlob ? table.blob : nil, of: table.name, insert: insert, from: damaged, into: repaired)
                 }
             } catch {
-                problems.append("table \(table.name), reading \(direction == "ASC" ? "forwards" : "backwards"): \(error.description)")
+                problems.append("table \(table.name), reading \(direction == "ASC" ? "forwards" : "backwards"): \(error.problem)")
             }
         }
     }

@@ -68,7 +68,7 @@ public final class StateStore: Sendable {
         let connection = try SQLiteConnection(path: path, create: false)
         try connection.configureForState()
         if let problems = try connection.integrityProblems() {
-            throw StoreError(.damaged, "\(path) is damaged: \(problems.prefix(3).joined(separator: "; ")); see `feedd state check` and `feedd state repair`")
+            throw StoreError(.damaged, "\(path) is damaged: \(problems.prefix(3).joined(separator: "; "))", advice: StoreError.repairAdvice)
         }
         try StateFiles.checkSchema(of: connection)
         let (snapshot, rejected) = try connection.loadSnapshot()
@@ -118,7 +118,13 @@ public final class StateStore: Sendable {
 
     /// Every consumer of `feed` with its cursor, sorted by name.
     public func consumers(of feed: String) -> [(name: String, cursor: StoredCursor)] {
-        writer.mirror.withLock { $0.consumers[feed] ?? [:] }.map { ($0.key, $0.value) }.sorted { $0.name < $1.name }
+        cursors(of: feed).map { ($0.key, $0.value) }.sorted { $0.name < $1.name }
+    }
+
+    /// Every consumer of `feed` with its cursor, by name: the mirror's own dictionary, shared
+    /// (copy on write), so reading it costs the lock and no copy.
+    public func cursors(of feed: String) -> [String: StoredCursor] {
+        writer.mirror.withLock { $0.consumers[feed] ?? [:] }
     }
 
     /// What the writer has done so far.

@@ -24,12 +24,23 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public let kind: Kind
-    public let description: String
+    /// What is wrong, without what to do about it.
+    public let problem: String
+    /// What the administrator can do (run `feedd state repair`), told where the error reaches
+    /// them; left out where they are doing it already.
+    public let advice: String?
 
-    init(_ kind: Kind, _ description: String) {
+    init(_ kind: Kind, _ problem: String, advice: String? = nil) {
         self.kind = kind
-        self.description = description
+        self.problem = problem
+        self.advice = advice
     }
+
+    /// The problem and the advice.
+    public var description: String { advice.map { "\(problem); \($0)" } ?? problem }
+
+    /// The advice for a damaged store file.
+    static let repairAdvice = "see `feedd state check` and `feedd state repair`"
 
     /// A store that cannot be reached now, such as a fleet's cluster (SPEC §8): retrying later may work.
     public static func unavailable(_ description: String) -> StoreError {

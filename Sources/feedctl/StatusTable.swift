@@ -16,7 +16,9 @@ struct StatusTable {
                 feed["name"]?.stringValue ?? "?", feed["source"]?.stringValue ?? "?", feed["state"]?.stringValue ?? "?",
                 number("generation"), number("fetched_pages"), number("cached_pages"),
                 feed["reached_end"]?.boolValue == true ? "yes" : "no", number("upstream_requests"), number("subscribers"),
-                String(feed["consumers"]?.arrayValue?.count ?? 0), feed["last_error"]?.stringValue ?? "-",
+                // `consumers` lists only the first 100; an older daemon gives no consumer_count.
+                feed["consumer_count"].flatMap(\.integerValue).map(String.init) ?? String(feed["consumers"]?.arrayValue?.count ?? 0),
+                feed["last_error"]?.stringValue ?? "-",
             ])
         }
         table.print()

@@ -40,8 +40,8 @@ final class MemoryState: DurableState, Sendable {
 
     func cursor(feed: String, consumer: String) -> StoredCursor? { state.withLock { $0.snapshot.consumers[feed]?[consumer] } }
 
-    func consumers(of feed: String) -> [(name: String, cursor: StoredCursor)] {
-        state.withLock { $0.snapshot.consumers[feed] ?? [:] }.map { ($0.key, $0.value) }.sorted { $0.name < $1.name }
+    func cursors(of feed: String) -> [String: StoredCursor] {
+        state.withLock { $0.snapshot.consumers[feed] ?? [:] }
     }
 
     @MainActor

@@ -41,7 +41,7 @@ import TestSupport
         let specKeys = [
             "socket", "state_dir", "prefetch", "max_clients", "max_line_bytes", "socket_mode", "socket_group", "allow_uids",
             "allow_groups", "log_level", "metrics_file", "source", "wrap", "poll", "timeout", "retry_max_delay", "cache_pages",
-            "cache_bytes", "shared", "url", "results", "seed", "path", "page_size", "follow", "command", "feeds", "order", "field",
+            "cache_bytes", "max_consumers", "metrics_consumers", "shared", "url", "results", "seed", "path", "page_size", "follow", "command", "feeds", "order", "field",
             "items", "id", "next", "headers", "bearer_token_file", "nats", "name", "replicas", "lease",
         ]
         for key in specKeys { #expect(page.contains("\\fB\(key)\\fR ("), "\(key)") }

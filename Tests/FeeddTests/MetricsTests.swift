@@ -75,4 +75,28 @@ import TestSupport
         #expect(mode == 0o644, "node_exporter, another user, must be able to read it")
         #expect(try Self.promtoolProblems(text) == "")
     }
+
+    @Test func upstream_requests_counts_http_requests_and_fetches_counts_adapter_calls() throws {
+        let upstream = try LoopbackUpstream()
+        AggregatorAdapterTests.serve(upstream, [
+            ("a", "Sun, 01 Nov 2026 10:00:00 GMT"), ("b", "Mon, 02 Nov 2026 10:00:00 GMT"), ("c", "Tue, 03 Nov 2026 10:00:00 GMT"),
+        ], entityTag: "\"1\"")
+        let daemon = try DaemonProcess(config: """
+            [feeds.news]
+            source = "rss"
+            url = "\(upstream.baseURL)/feed.xml"
+            page_size = 1
+            prefetch = 0
+            """)
+        let client = try daemon.connect()
+        try client.send("next news 3")
+        try client.expect("subscribed")
+        for _ in 0..<3 { try client.expect("page") }
+        let status = try #require(try client.request("status")["feeds"]?.arrayValue?.first)
+        // One GET brought the document its three pages are cut from.
+        #expect(upstream.received.count == 1)
+        #expect(status["upstream_requests"] == 1 && status["fetches"] == 3, "\(status.jsonText)")
+        let text = try #require(try client.request("metrics")["text"]?.stringValue)
+        #expect(text.contains(#"feedd_feed_upstream_requests_total{feed="news"} 1"#) && text.contains(#"feedd_feed_fetches_total{feed="news"} 3"#))
+    }
 }

@@ -28,6 +28,8 @@ public struct DaemonSettings: Sendable, Equatable {
     public var logLevel: LogLevel = .info
     /// Where the metrics' OpenMetrics text is rewritten every 15 s, for node_exporter; nil writes none.
     public var metricsFile: String?
+    /// `metrics_consumers`: the metrics give each consumer's lag, one series per consumer.
+    public var metricsConsumers = false
 
     public init() {}
 }
@@ -44,6 +46,8 @@ public struct FeedSettings: Sendable, Equatable {
     public var cachePages = 256
     /// The memory the cached pages may take, as the daemon really holds them.
     public var cacheBytes = 64 << 20
+    /// Durable consumers the feed keeps at most (`max_consumers`); a new one past it is refused.
+    public var maxConsumers = 10_000
     /// Shared with the fleet through `[cluster]` (SPEC §8); by default every source but `file`.
     public var shared = true
     /// The adapter's own options, as written.

@@ -86,5 +86,11 @@ enum DaemonTable {
         ) { table, settings throws(OptionError) in
             settings.metricsFile = try table.string("metrics_file")
         },
+        SettingKey(
+            "metrics_consumers", .boolean, .value("false"),
+            "the metrics give feedd_consumer_lag_pages for every consumer (one series each); per-feed lag figures come always"
+        ) { table, settings throws(OptionError) in
+            settings.metricsConsumers = try table.bool("metrics_consumers") ?? settings.metricsConsumers
+        },
     ]
 }

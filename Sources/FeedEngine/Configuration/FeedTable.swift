@@ -33,6 +33,10 @@ enum FeedTable {
             table, settings throws(OptionError) in
             settings.cacheBytes = try table.byteSize("cache_bytes", in: 64 << 10...(1 << 40)) ?? settings.cacheBytes
         },
+        SettingKey("max_consumers", .integer, .value("10000"), "durable consumers the feed keeps; one more is told too_many_consumers") {
+            table, settings throws(OptionError) in
+            settings.maxConsumers = try table.integer("max_consumers", in: 1...10_000_000) ?? settings.maxConsumers
+        },
         SettingKey(
             "shared", .boolean, .described("true, except for a file feed"), "share the feed with the fleet of [cluster]"
         ) { table, settings throws(OptionError) in

@@ -60,10 +60,19 @@ struct SubscriptionTable {
         entries.map { ($0.key, change($0.value)) }
     }
 
-    /// The consumers read here, each with its cursor.
-    var connectedConsumers: [String: Int] {
-        var connected: [String: Int] = [:]
-        for (name, client) in consumers { connected[name] = entries[client]?.cursor ?? 0 }
-        return connected
+    /// How many consumers are read here.
+    var consumerCount: Int { consumers.count }
+
+    /// Whether a client here reads `consumer`.
+    func reads(consumer: String) -> Bool { consumers[consumer] != nil }
+
+    /// The cursor of `consumer`, if a client here reads it.
+    func cursor(ofConsumer consumer: String) -> Int? {
+        consumers[consumer].map { entries[$0]?.cursor ?? 0 }
+    }
+
+    /// Each consumer read here, with its cursor.
+    func forEachConsumer(_ body: (_ name: String, _ cursor: Int) -> Void) {
+        for (name, client) in consumers { body(name, entries[client]?.cursor ?? 0) }
     }
 }

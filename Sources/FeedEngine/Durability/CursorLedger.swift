@@ -1,5 +1,6 @@
 import FeedKit
 import FeedState
+import Glibc
 
 /// Where a feed's consumer cursors live, and the only writer of them: the state directory, or
 /// for a shared feed of a fleet, the fleet (SPEC §5, §8).
@@ -58,13 +59,23 @@ final class CursorLedger {
         return store.cursor(feed: feed, consumer: consumer).map { $0.generation == generation ? PageNumber.clamped($0.cursor) : 0 }
     }
 
-    /// Every consumer the state directory knows, with its cursor in `generation`; empty for a
-    /// feed whose cursors are the fleet's (what the local store has of them is stale).
-    func storedCursors(generation: Int) -> [String: Int] {
+    /// Every consumer the state directory knows, with its stored cursor; empty for a feed whose
+    /// cursors are the fleet's (what the local store has of them is stale). A cursor of another
+    /// generation than the current one counts as 0.
+    var storedCursors: [String: StoredCursor] {
         guard case .local(let store) = home else { return [:] }
-        return Dictionary(
-            store.consumers(of: feed).map { ($0.name, $0.cursor.generation == generation ? PageNumber.clamped($0.cursor.cursor) : 0) },
-            uniquingKeysWith: { first, _ in first })
+        return store.cursors(of: feed)
+    }
+
+    /// When each consumer's cursor last moved by an acknowledgement that was made durable, since
+    /// the daemon started (the state directory keeps no times).
+    private(set) var lastAcknowledged: [String: FeedTime] = [:]
+
+    /// `consumer` acknowledged pages just now, durably.
+    func noteAcknowledged(_ consumer: String) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        lastAcknowledged[consumer] = FeedTime(millisecondsSinceEpoch: Int64(now.tv_sec) * 1_000 + Int64(now.tv_nsec) / 1_000_000)
     }
 
     // MARK: Writing
@@ -183,6 +194,7 @@ final class CursorLedger {
             break
         }
         if let store { forgotten = try await store.forget(feed: feed, consumer: consumer) || forgotten }
+        lastAcknowledged[consumer] = nil
         return forgotten
     }
 

@@ -14,8 +14,9 @@ public protocol DurableState: AnyObject, Sendable {
     func feed(_ name: String) -> StoredFeed?
     /// A consumer's stored cursor on `feed`, if it has one.
     func cursor(feed: String, consumer: String) -> StoredCursor?
-    /// Every consumer of `feed` with its cursor, sorted by name.
-    func consumers(of feed: String) -> [(name: String, cursor: StoredCursor)]
+    /// Every consumer of `feed` with its cursor, by name: a snapshot that costs no copy, so a
+    /// feed with 30,000 consumers can be looked over for each `status`.
+    func cursors(of feed: String) -> [String: StoredCursor]
 
     /// Stores `cursor` as what `consumer` acknowledged in `generation`, the feed's current one,
     /// within its recorded pages; `completion` runs on the main actor once it is durable.

@@ -8,6 +8,10 @@ extension Feed {
         _ client: any ClientHandle, consumer: String?, after: Int?, follows: Bool, answer: @escaping (Result<Subscribed, ServiceError>) -> Void
     ) {
         let floor = storedPages.bodiesDroppedThrough
+        if let consumer, !admitsConsumer(consumer) {
+            let message = "feed \"\(name)\" already has \(counted(settings.maxConsumers, "consumer")) (max_consumers); forget one first"
+            return answer(.failure(ServiceError(.tooManyConsumers, message, feed: name)))
+        }
         guard let consumer, ledger.keepsCursors else {
             let start = max(PageNumber.clamped(after ?? 0), floor)
             add(Subscription(client: client.clientID, sink: client, consumer: consumer, follows: follows, after: start))
@@ -93,7 +97,9 @@ extension Feed {
 
     /// Marks pages up to `page` consumed; `completion` gets the cursor, once durable for a consumer.
     func acknowledge(_ subscription: Subscription, through page: Int, completion: @escaping (Result<Int, StoreError>) -> Void) {
+        let before = subscription.cursor
         guard let cursor = subscription.acknowledge(through: page, durably: ledger.keepsCursors), let consumer = subscription.consumer else {
+            if let consumer = subscription.consumer, subscription.cursor != before { ledger.noteAcknowledged(consumer) }
             return completion(.success(subscription.cursor ?? 0))
         }
         let generation = generation
@@ -104,6 +110,7 @@ extension Feed {
             }
             // A refresh while the write was on its way has put the cursor back to 0 since.
             if generation == self.generation { subscription.acknowledged(cursor) }
+            ledger.noteAcknowledged(consumer)
             completion(.success(subscription.cursor ?? 0))
         }
     }

@@ -213,6 +213,8 @@ extension Feed {
     /// and are told so; consumers still starting are confirmed here.
     func adopt(_ table: SubscriptionTable, after oldGeneration: Int, from predecessor: Feed) {
         predecessor.successor = self
+        // The metrics' counters go on: a feed's `_total`s never go back while the daemon runs.
+        counters = predecessor.counters
         // A feed made after a change to its pages already follows the stored generation.
         if case .solo = membership, generation <= oldGeneration {
             let number = min(oldGeneration + 1, StoredFeed.maximumGeneration)

@@ -81,15 +81,18 @@ extension Feed {
         // A shared feed's looks are taken in turns across the fleet (SPEC §8).
         let (fleet, name, generation) = (membership.joinedLink, name, generation)
         return Task {
-            var outcome = FleetLookOutcome.mayHaveMore
-            if let fleet {
-                outcome = (try? await fleet.awaitNewPage(feed: name, generation: generation, page: step.page) {
+            // A source's looks are requests too (conditional GETs, for an HTTP source).
+            let meter = HTTPRequestMeter()
+            let outcome = await HTTPRequestMeter.$current.withValue(meter) {
+                guard let fleet else {
+                    try? await adapter.waitForNewData(after: request, pollInterval: poll)
+                    return FleetLookOutcome.mayHaveMore
+                }
+                return (try? await fleet.awaitNewPage(feed: name, generation: generation, page: step.page) {
                     try await adapter.waitForNewData(after: request, pollInterval: poll)
                 }) ?? .mayHaveMore
-            } else {
-                try? await adapter.waitForNewData(after: request, pollInterval: poll)
             }
-            self.handle(.callReturned(id: id, .waited(outcome)))
+            self.handle(.callReturned(id: id, .waited(outcome, httpRequests: meter.count)))
         }
     }
 
@@ -138,7 +141,7 @@ extension Feed {
     private func answered(_ call: UpstreamMachine.Call, _ outcome: CallOutcome) {
         switch outcome {
         case .fetched(let run, let startedAt):
-            counters.upstreamRequests += run.adapterCalls
+            counters.count(adapterCalls: run.adapterCalls, httpRequests: run.httpRequests)
             let duration = clock.now - startedAt
             counters.upstreamDuration.record(duration)
             logger.debug("page \(call.work.step.page): upstream answered \(run.adapterCalls) call(s) in \(duration.wholeMilliseconds) ms")
@@ -147,7 +150,8 @@ extension Feed {
             if stored == nil {
                 startOver(because: "page \(call.work.step.page): its stored items cannot be read, and the source cannot fetch it again as it was")
             }
-        case .waited(let outcome):
+        case .waited(let outcome, let httpRequests):
+            counters.count(adapterCalls: 0, httpRequests: httpRequests)
             if paging.caughtUpAt == call.work.step.page, case .mayHaveMore = outcome { paging.caughtUpAt = nil }
             if case .heldElsewhere(let retryIn) = outcome { return perform(upstream.awaitFleet(page: call.work.step.page, until: clock.now + retryIn)) }
         }

@@ -1,8 +1,15 @@
-/// What one feed has done since it started, for the metrics (SPEC §10). Counters only grow; a
-/// feed replaced by a reload starts again from zero, which Prometheus reads as a counter reset.
+/// What one feed has done since the daemon started, for the metrics (SPEC §10). Counters only
+/// grow: a feed replaced by a reload (its pages changed) carries them on; only a feed removed and
+/// added again starts from zero, as a new series.
 public struct FeedCounters: Sendable, Equatable {
-    /// Requests started against the upstream, whatever their outcome.
+    /// Requests made to the upstream, whatever their outcome: HTTP requests for a source that
+    /// speaks HTTP, calls to the adapter for any other (a file, an exec plugin, a merge's members).
     public var upstreamRequests = 0
+    /// Calls to the adapter, each asking for one page.
+    public var fetches = 0
+    /// Set once the feed's adapter made an HTTP request: from then on its calls count as requests
+    /// no more, since one served from what an earlier request brought cost the upstream nothing.
+    private var requestsAreHTTP = false
     /// Requests that failed (and will be retried).
     public var upstreamErrors = 0
     /// Pages fetched from the upstream and stored in the cache.
@@ -14,6 +21,14 @@ public struct FeedCounters: Sendable, Equatable {
 
     /// Counters at zero.
     public init() {}
+
+    /// Counts one run's work against the upstream: `adapterCalls` calls that made `httpRequests`
+    /// HTTP requests.
+    mutating func count(adapterCalls: Int, httpRequests: Int) {
+        fetches += adapterCalls
+        if httpRequests > 0 { requestsAreHTTP = true }
+        upstreamRequests += requestsAreHTTP ? httpRequests : adapterCalls
+    }
 }
 
 /// A histogram of durations over fixed buckets, as Prometheus histograms count them.

@@ -55,7 +55,7 @@ enum CallOutcome {
     /// A stored page read back, or nil if it could not be.
     case read((page: Page, next: NextPage)?)
     /// A wait for new data ended.
-    case waited(FleetLookOutcome)
+    case waited(FleetLookOutcome, httpRequests: Int)
 }
 
 /// What the fleet tells a shared feed.

@@ -9,7 +9,8 @@ import FeedState
 /// that id, and the ``ClientSink`` its events go to) is passed to every call, and ends with
 /// ``disconnect(_:)``. Each operation answers through its
 /// `answer` closure, on the main actor: a result, or a ``ServiceError`` whose ``ServiceError/Code``
-/// is the protocol's (`unknown_feed`, `bad_request`, `store_failed`, `shutting_down`). Everything
+/// is the protocol's (`unknown_feed`, `bad_request`, `store_failed`, `shutting_down`,
+/// `too_many_consumers`). Everything
 /// else a client is told comes as ``ClientEvent``s to its sink: pages, `end`, `refreshed`,
 /// upstream notices, and the end of a subscription it did not ask for (a reload removed the
 /// feed; another client took its consumer over).
@@ -203,12 +204,26 @@ public final class FeedService {
         }
     }
 
+    /// `feed`'s durable consumers by name (SPEC §5 `consumers`): at most `limit` (1 to
+    /// ``ConsumerPage/maximumCount``) whose names sort after `after`, and the name to ask for the next
+    /// page after, nil on the last.
+    public func consumers(of feedName: String, after: String?, limit: Int, answer: (Result<ConsumerPage, ServiceError>) -> Void) {
+        guard let feed = running(feedName, answer: answer) else { return }
+        answer(.success(feed.consumerRoster(listing: min(max(limit, 1), ConsumerPage.maximumCount), after: after).first))
+    }
+
+    /// Each feed's consumers with the pages each is behind, by feed and then consumer name (the
+    /// metrics' `feedd_consumer_lag_pages`, one series per consumer).
+    public func consumerLags() -> [(feed: String, consumers: [(name: String, behind: Int)])] {
+        directory.names.compactMap { name in directory[name].map { (name, $0.consumerLags()) } }
+    }
+
     // MARK: Figures
 
-    /// Each feed's entry of `status` (SPEC §5), sorted by name; without the consumers (empty)
-    /// unless `includingConsumers`, for figures that need none (the metrics).
-    public func feedStatuses(includingConsumers: Bool = true) -> [FeedStatus] {
-        directory.names.compactMap { name in directory[name].map { FeedStatus($0, withConsumers: includingConsumers) } }
+    /// Each feed's entry of `status` (SPEC §5), sorted by name, with as much of its consumers as
+    /// `detail` says (the metrics need their lag only, systemd's STATUS line nothing of them).
+    public func feedStatuses(consumers detail: FeedStatus.ConsumerDetail = .listed) -> [FeedStatus] {
+        directory.names.compactMap { name in directory[name].map { FeedStatus($0, consumers: detail) } }
     }
 
     /// The generation `feed` serves now; nil if no such feed runs.

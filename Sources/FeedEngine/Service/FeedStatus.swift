@@ -2,14 +2,19 @@ import FeedKit
 
 /// One feed's figures at one moment: its entry of `status` (SPEC §5) and of the metrics (SPEC §10).
 public struct FeedStatus: Sendable {
-    /// One durable consumer of the feed.
-    public struct Consumer: Sendable, Equatable {
-        /// The consumer's name.
-        public let name: String
-        /// The last page it acknowledged in the current generation.
-        public let after: Int
-        /// Whether a client of this instance reads it now.
-        public let connected: Bool
+    /// How many consumers `status` lists per feed: past it, `consumers` holds the first by name
+    /// and `consumers_truncated` is true (the `consumers` op pages through all of them).
+    public static let listedConsumers = 100
+
+    /// How much of a feed's consumers a figure needs: looking over 30,000 of them costs
+    /// milliseconds, which systemd's STATUS line, rebuilt whenever a client comes or goes, must not pay.
+    public enum ConsumerDetail: Sendable {
+        /// Nothing: `consumers` empty, `lag` zero.
+        case none
+        /// Their lag summed up (the metrics).
+        case lag
+        /// The lag and the first ``listedConsumers`` by name (`status`).
+        case listed
     }
 
     /// The feed's name.
@@ -28,8 +33,12 @@ public struct FeedStatus: Sendable {
     public let reachedEnd: Bool
     /// Subscriptions now.
     public let subscribers: Int
-    /// Every consumer, connected or not, by name.
-    public let consumers: [Consumer]
+    /// The first ``listedConsumers`` consumers, connected or not, by name (for `status` only).
+    public let consumers: [ConsumerFigures]
+    /// Every consumer summed up: how many, and how far behind the newest page.
+    public let lag: ConsumerLag
+    /// The newest page of the generation the feed knows.
+    public let newestPage: Int
     /// Its prefetch depth.
     public let prefetch: Int
     /// `joined`, `joining` or `alone`, for a shared feed.
@@ -37,9 +46,9 @@ public struct FeedStatus: Sendable {
     /// What the feed has done since it started.
     public let counters: FeedCounters
 
-    /// `feed`'s figures; its consumers only if `withConsumers` (the metrics need none).
+    /// `feed`'s figures, with as much of its consumers as `detail` says.
     @MainActor
-    init(_ feed: Feed, withConsumers: Bool = true) {
+    init(_ feed: Feed, consumers detail: ConsumerDetail = .listed) {
         name = feed.name
         source = feed.settings.source
         health = feed.health
@@ -51,14 +60,14 @@ public struct FeedStatus: Sendable {
         prefetch = feed.settings.prefetch
         fleet = feed.fleetState
         counters = feed.counters
-        guard withConsumers else {
-            consumers = []
+        newestPage = feed.newestKnownPage
+        guard detail != .none else {
+            (lag, consumers) = (ConsumerLag(), [])
             return
         }
-        let connected = feed.subscriptions.connectedConsumers
-        var all = feed.ledger.storedCursors(generation: feed.generation)
-        all.merge(connected) { _, live in live }
-        consumers = all.map { Consumer(name: $0.key, after: $0.value, connected: connected[$0.key] != nil) }.sorted { $0.name < $1.name }
+        let roster = feed.consumerRoster(listing: detail == .listed ? Self.listedConsumers : 0)
+        lag = roster.lag
+        consumers = roster.first.consumers
     }
 
     /// The entry as `status` gives it.
@@ -73,9 +82,15 @@ public struct FeedStatus: Sendable {
             "cached_bytes": .integer(Int64(cachedBytes)),
             "reached_end": .bool(reachedEnd),
             "upstream_requests": .integer(Int64(counters.upstreamRequests)),
+            "fetches": .integer(Int64(counters.fetches)),
             "last_error": health.lastError.map(JSONValue.string) ?? .null,
             "subscribers": .integer(Int64(subscribers)),
-            "consumers": .array(consumers.map { .object(["name": .string($0.name), "after": .integer(Int64($0.after)), "connected": .bool($0.connected)]) }),
+            "consumers": .array(consumers.map(\.json)),
+            "consumer_count": .integer(Int64(lag.consumers)),
+            "consumers_truncated": .bool(lag.consumers > consumers.count),
+            "behind_max": .integer(Int64(lag.maxBehind)),
+            "behind_sum": .integer(Int64(lag.totalBehind)),
+            "newest_page": .integer(Int64(newestPage)),
             "prefetch": .integer(Int64(prefetch)),
         ])
     }

@@ -37,6 +37,8 @@ struct PageFetch: Sendable {
         var ending: Ending?
         /// Calls this instance made to the adapter (none for a page taken from the fleet).
         var adapterCalls = 0
+        /// HTTP requests those calls made (see ``HTTPRequestMeter``).
+        var httpRequests = 0
     }
 
     /// Why a run stopped short of a page, and at which page.
@@ -52,10 +54,19 @@ struct PageFetch: Sendable {
         case fleetUnreachable
     }
 
+    /// The run's pages, from the source (or the fleet, for a shared feed), with the HTTP
+    /// requests the adapter made for them counted.
+    func run() async -> Run {
+        let meter = HTTPRequestMeter()
+        var run = await HTTPRequestMeter.$current.withValue(meter) { await fleet == nil ? runFromSource() : runThroughFleet() }
+        run.httpRequests = meter.count
+        return run
+    }
+
     /// For a shared feed: the page the fleet published, else fetched here under its lease and
     /// published (see ``FleetLink/obtainPage(feed:generation:page:fetch:)``). A shared feed's run
     /// is one page: each page has its own lease.
-    func run() async -> Run {
+    private func runThroughFleet() async -> Run {
         guard let fleet else { return await runFromSource() }
         var run = Run()
         let fetchedHere = Locked<Page?>(nil)

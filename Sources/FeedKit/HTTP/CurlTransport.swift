@@ -38,7 +38,7 @@ package final class CurlTransport: HTTPTransport {
             try await withCheckedThrowingContinuation { continuation in
                 let request = Request(
                     http: httpRequest, first: httpRequest.url, hops: 0, deadline: .now + timeout, cancellation: cancellation,
-                    continuation: continuation)
+                    meter: HTTPRequestMeter.current, continuation: continuation)
                 inbox.withLock { $0.append(request) }
                 multi.wakeUp()
             }
@@ -58,6 +58,7 @@ package final class CurlTransport: HTTPTransport {
                     request.continuation.resume(throwing: CancellationError())
                     continue
                 }
+                request.meter?.countRequest()
                 let transfer = Transfer(request, maximumBodyBytes: maximumBodyBytes)
                 transfers[transfer.easy] = transfer
                 multi.add(transfer.easy)
@@ -100,6 +101,8 @@ private struct Request: Sendable {
     /// When the whole GET, every hop included, runs out of time.
     let deadline: ContinuousClock.Instant
     let cancellation: Cancellation
+    /// Where the fetch this GET is for counts its requests, every hop one.
+    let meter: HTTPRequestMeter?
     let continuation: CheckedContinuation<HTTPResponse, any Error>
 
     /// The hop to `target`, on the same origin as this one or not.
@@ -110,7 +113,8 @@ private struct Request: Sendable {
             next.bearerToken = nil
             next.headers = URLOrigin.headersForOtherOrigins(next.headers)
         }
-        return Request(http: next, first: first, hops: hops + 1, deadline: deadline, cancellation: cancellation, continuation: continuation)
+        return Request(
+            http: next, first: first, hops: hops + 1, deadline: deadline, cancellation: cancellation, meter: meter, continuation: continuation)
     }
 }
 

@@ -1,3 +1,4 @@
+import FeedEngine
 import FeedKit
 
 /// A client request, decoded from one line.
@@ -7,8 +8,10 @@ public enum Request: Equatable, Sendable {
     case ack(feed: String, page: Int)
     case unsubscribe(feed: String)
     case refresh(feed: String)
-    /// Deletes a consumer's stored cursor (an extension of SPEC §5, for administrators).
+    /// Deletes a consumer's stored cursor (SPEC §5, for administrators).
     case forget(feed: String, consumer: String)
+    /// A page of a feed's durable consumers, by name, after `after` (SPEC §5).
+    case consumers(feed: String, after: String?, limit: Int)
     case status
     /// The OpenMetrics text of SPEC §10.
     case metrics
@@ -19,7 +22,7 @@ public enum Request: Equatable, Sendable {
     public var feed: String? {
         switch self {
         case .subscribe(let feed, _, _, _), .next(let feed, _), .ack(let feed, _), .unsubscribe(let feed), .refresh(let feed),
-            .forget(let feed, _):
+            .forget(let feed, _), .consumers(let feed, _, _):
             return feed
         case .status, .metrics, .ping, .quit:
             return nil
@@ -77,6 +80,8 @@ public enum ConsumerName {
 public enum RequestDecoder {
     /// The most pages one `next` may ask for.
     public static let maxCount = 10_000
+    /// How many consumers a `consumers` request without `limit` gets.
+    public static let defaultConsumerPage = 100
     /// The highest page number a client may name (`after`, `ack`'s `page`): far beyond any real
     /// feed, and far enough below `Int.max` that no page arithmetic can overflow.
     public static let maxPage = 1_000_000_000
@@ -123,6 +128,10 @@ public enum RequestDecoder {
         case "unsubscribe": return .unsubscribe(feed: try fields.feed())
         case "refresh": return .refresh(feed: try fields.feed())
         case "forget": return .forget(feed: try fields.feed(), consumer: try fields.consumer(required: true)!)
+        case "consumers":
+            return .consumers(
+                feed: try fields.feed(), after: try fields.string("after"),
+                limit: try fields.count("limit", minimum: 1, maximum: ConsumerPage.maximumCount) ?? defaultConsumerPage)
         case "status": return .status
         case "metrics": return .metrics
         case "ping": return .ping
@@ -163,6 +172,7 @@ public enum RequestDecoder {
             return .success(.ack(feed: feed, page: number))
         case "unsubscribe": return .success(.unsubscribe(feed: feed))
         case "refresh": return .success(.refresh(feed: feed))
+        case "consumers": return .success(.consumers(feed: feed, after: nil, limit: defaultConsumerPage))
         case "status": return .success(.status)
         case "metrics": return .success(.metrics)
         case "ping": return .success(.ping)
@@ -170,7 +180,7 @@ public enum RequestDecoder {
         }
     }
 
-    private static let takesFeed: Set = ["subscribe", "follow", "next", "ack", "unsubscribe", "refresh"]
+    private static let takesFeed: Set = ["subscribe", "follow", "next", "ack", "unsubscribe", "refresh", "consumers"]
     private static let takesNothing: Set = ["status", "metrics", "ping", "quit"]
     private static let takesNumber: [String: (name: String, range: ClosedRange<Int>)] = [
         "subscribe": ("after", 0...maxPage), "follow": ("after", 0...maxPage),
@@ -191,7 +201,7 @@ public enum RequestDecoder {
         case "subscribe", "follow": return "FEED [AFTER]"
         case "next": return "FEED [COUNT]"
         case "ack": return "FEED PAGE"
-        case "unsubscribe", "refresh": return "FEED"
+        case "unsubscribe", "refresh", "consumers": return "FEED"
         default: return "no arguments"
         }
     }

@@ -341,7 +341,8 @@ final class Connection: ClientHandle {
         if let stallTimer { loop.cancel(stallTimer) }
         stallTimer = nil
         unhandledInput = []
-        output = OutputQueue()
+        // What was written stays counted (the metrics' sent bytes); only the unsent rest goes.
+        output.dropUnsent()
         if let registration { loop.stopWatching(registration) }
         _ = Glibc.close(descriptor)
         context.connectionClosed(self)

@@ -203,7 +203,7 @@ public final class Server: ConnectionContext {
             return
         }
         switch request {
-        case .status, .ping: break
+        case .status, .ping, .consumers: break
         default: cachedStatus = nil
         }
         // Answers the request: its error, or what `success` makes of the result.
@@ -241,6 +241,14 @@ public final class Server: ConnectionContext {
                 line.field("consumer", consumer)
                 return line.line(replyTo: id)
             })
+        case .consumers(let name, let after, let limit):
+            service.consumers(of: name, after: after, limit: limit, answer: answer { page in
+                var line = Message(type: "consumers")
+                line.field("feed", name)
+                line.field("consumers", .array(page.consumers.map(\.json)))
+                line.field("next", page.next)
+                return line.line(replyTo: id)
+            })
         case .status:
             connection.send(statusBody())
             connection.send(Message.closing(replyTo: id))
@@ -260,10 +268,14 @@ public final class Server: ConnectionContext {
         MetricsSnapshot(
             clients: connections.count, connectionsAccepted: connectionsAccepted,
             bytesSent: bytesSentByClosedConnections + connections.values.reduce(0) { $0 + $1.bytesSent },
-            feeds: service.feedStatuses(includingConsumers: false).map { feed in
-                MetricsSnapshot.FeedFigures(name: feed.name, counters: feed.counters, cachedPages: feed.cachedPages, subscribers: feed.subscribers)
+            feeds: service.feedStatuses(consumers: .lag).map { feed in
+                MetricsSnapshot.FeedFigures(
+                    name: feed.name, counters: feed.counters, cachedPages: feed.cachedPages, subscribers: feed.subscribers, lag: feed.lag)
             },
-            fleet: service.fleetStatistics)
+            fleet: service.fleetStatistics,
+            consumerLags: settings.metricsConsumers ? service.consumerLags().flatMap { feed in
+                feed.consumers.map { MetricsSnapshot.ConsumerLagFigure(feed: feed.feed, consumer: $0.name, behind: $0.behind) }
+            } : nil)
     }
 
     /// The `status` reply up to its closing brace. Built at most every ``statusLifetime`` however

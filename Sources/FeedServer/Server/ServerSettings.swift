@@ -13,12 +13,15 @@ public struct ServerSettings: Sendable {
     public var pageWindow = 4
     /// Unsent bytes above which the server stops reading a connection's requests.
     public var inputPauseBytes = 1 << 20
+    /// Whether the metrics give every consumer's lag (`daemon.metrics_consumers`).
+    public var metricsConsumers: Bool
 
     public init(daemon: DaemonSettings) {
         maxClients = daemon.maxClients
         maxLineBytes = daemon.maxLineBytes
         maxSubscriptions = daemon.maxSubscriptions
         stallTimeout = daemon.stallTimeout
+        metricsConsumers = daemon.metricsConsumers
         access = AccessPolicy(uids: daemon.allowUIDs, gids: daemon.allowGIDs, groupMembers: daemon.allowGroupMemberUIDs)
     }
 }

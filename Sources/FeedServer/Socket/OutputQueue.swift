@@ -27,6 +27,12 @@ struct OutputQueue {
 
     var isEmpty: Bool { byteCount == 0 }
 
+    /// Forgets what is still unsent (the connection is closing), keeping ``bytesWritten``.
+    mutating func dropUnsent() {
+        chunks = []
+        (head, headOffset, byteCount, pageCount) = (0, 0, 0, 0)
+    }
+
     mutating func append(_ bytes: SharedBytes, endsPage: Bool = false) {
         guard bytes.count > 0 else { return }
         chunks.append(Chunk(bytes: bytes, endsPage: endsPage))
