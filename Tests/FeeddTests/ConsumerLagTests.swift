@@ -162,6 +162,23 @@ import TestSupport
         }
     }
 
+    /// SPEC §5: every request is answered. Each subscribe replaces the connection's last
+    /// subscription while that one's start is still being stored; each still gets `subscribed`,
+    /// in order, and a `next` queued behind them reads for the last.
+    @Test(.timeLimit(.minutes(1))) func subscribes_pipelined_on_one_connection_each_get_their_answer() throws {
+        let daemon = try ProtocolTests.numbersFeed(lines: 50, pageSize: 10)
+        let client = try daemon.connect()
+        let count = 300
+        for number in 0..<count { try client.send(#"{"op":"subscribe","feed":"numbers","consumer":"p\#(number)"}"#) }
+        try client.send("next numbers")
+        for number in 0..<count {
+            let subscribed = try client.expect("subscribed")
+            #expect(subscribed["consumer"] == .string("p\(number)"))
+        }
+        #expect(try client.expect("page")["page"] == 1)
+        #expect(try client.request(["op": "consumers", "feed": "numbers", "limit": 1000])["consumers"]?.arrayValue?.count == count)
+    }
+
     @Test(.timeLimit(.minutes(1))) func status_with_30000_consumers_answers_in_under_20_ms_and_pings_are_not_held_up() throws {
         let daemon = try ProtocolTests.numbersFeed(lines: 50, pageSize: 10, extraFeed: "max_consumers = 40000")
         let started = ContinuousClock.now

@@ -38,8 +38,14 @@ extension Feed {
                 outcome = .failure(error)
             }
             let client = subscription.client
-            // Replaced or gone meanwhile: nobody waits for this start.
-            guard !subscription.isEnded, subscription.isStarting else { return }
+            guard subscription.isStarting else { return }
+            if subscription.isEnded {
+                // Replaced by the same client's later subscribe: this request still gets its answer
+                // (SPEC §5: every request is answered), and the nexts queued on it go to the
+                // subscription reading now. A client that left, or whose consumer was taken over,
+                // has no subscription here, and nobody waits for this start.
+                guard let current = subscriptions[client], current !== subscription else { return }
+            }
             switch outcome {
             case .success(let start):
                 // A generation started meanwhile: the consumer starts at its page 0.
@@ -50,7 +56,7 @@ extension Feed {
                 for queued in waiting.queued { next(client, count: queued.count, replyTo: queued.replyTo, subscribed: nil, answer: queued.answer) }
                 pump(client)
             case .failure(let error):
-                let waiting = remove(client)?.start
+                let waiting = subscription.isEnded ? subscription.confirm(after: 0) : remove(client)?.start
                 let failure = ServiceError.storeFailed("the cursor of consumer \"\(consumer)\" could not be stored", error, feed: name)
                 waiting?.announce(.failure(failure))
                 for queued in waiting?.queued ?? [] { queued.answer(.failure(failure)) }
