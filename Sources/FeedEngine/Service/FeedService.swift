@@ -208,14 +208,19 @@ public final class FeedService {
     /// Each feed's entry of `status` (SPEC §5), sorted by name; without the consumers (empty)
     /// unless `includingConsumers`, for figures that need none (the metrics).
     public func feedStatuses(includingConsumers: Bool = true) -> [FeedStatus] {
-        directory.names.compactMap { name in directory[name].map { FeedStatus($0, withConsumers: includingConsumers) } }
+        directory.names.compactMap { name in directory[name].map { status($0, withConsumers: includingConsumers) } }
     }
 
     /// The generation `feed` serves now; nil if no such feed runs.
     public func generation(of feed: String) -> Int? { directory[feed]?.generation }
 
     /// `feed`'s entry of `status`, if it runs.
-    public func status(of feed: String) -> FeedStatus? { directory[feed].map { FeedStatus($0) } }
+    public func status(of feed: String) -> FeedStatus? { directory[feed].map { status($0) } }
+
+    /// `feed`'s figures, with the members it gathers, whose outages its health reports.
+    private func status(_ feed: Feed, withConsumers: Bool = true) -> FeedStatus {
+        FeedStatus(feed, members: feed.memberFeeds.compactMap { directory[$0] }, withConsumers: withConsumers)
+    }
 
     /// The fleet's part of `status`, for a daemon with `[cluster]`.
     public var cluster: ClusterStatus? {

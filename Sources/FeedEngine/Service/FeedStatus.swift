@@ -37,12 +37,14 @@ public struct FeedStatus: Sendable {
     /// What the feed has done since it started.
     public let counters: FeedCounters
 
-    /// `feed`'s figures; its consumers only if `withConsumers` (the metrics need none).
+    /// `feed`'s figures; its consumers only if `withConsumers` (the metrics need none). A feed
+    /// that gathers `members` (`merge`) and is itself fine reports the first member that is not,
+    /// since that member's items are left out of its pages until it recovers.
     @MainActor
-    init(_ feed: Feed, withConsumers: Bool = true) {
+    init(_ feed: Feed, members: [Feed] = [], withConsumers: Bool = true) {
         name = feed.name
         source = feed.settings.source
-        health = feed.health
+        health = Self.health(of: feed, members: members)
         generation = feed.generation
         cachedPages = feed.cachedPages
         cachedBytes = feed.cachedBytes
@@ -59,6 +61,14 @@ public struct FeedStatus: Sendable {
         var all = feed.ledger.storedCursors(generation: feed.generation)
         all.merge(connected) { _, live in live }
         consumers = all.map { Consumer(name: $0.key, after: $0.value, connected: connected[$0.key] != nil) }.sorted { $0.name < $1.name }
+    }
+
+    @MainActor
+    private static func health(of feed: Feed, members: [Feed]) -> FeedHealth {
+        guard feed.health.state == .ok, let failing = members.first(where: { $0.health.state != .ok }) else { return feed.health }
+        let error = failing.health.lastError.map { ": \($0)" } ?? ""
+        return FeedHealth(
+            state: failing.health.state, lastError: "member \(failing.name) is \(failing.health.state.rawValue), its items are left out until it recovers\(error)")
     }
 
     /// The entry as `status` gives it.
