@@ -75,6 +75,47 @@ import TestSupport
         await world.end()
     }
 
+    /// SPEC §8: a page token is used only as its adapter's own rules allow. A forged page 1 of an
+    /// `http` feed whose token names another origin cannot point the page 2 fetch, or the bearer
+    /// token, at that origin: the fetch is refused with the error a `Link` header there gets.
+    @Test func a_forged_page_token_never_points_a_fetch_or_the_bearer_token_at_another_origin() async throws {
+        let home = try LoopbackUpstream()
+        let elsewhere = try LoopbackUpstream()
+        home.setResource("/posts", .json([["id": 1]], headers: [("Link", "<\(home.baseURL)/posts?page=2>; rel=\"next\"")]))
+        let secrets = try TemporaryDirectory()
+        let tokenFile = try secrets.writeSecret("api.token", "t0ken-\(UInt32.random(in: 0...UInt32.max))")
+        let nats = try NATSServer()
+        let daemon = try FleetTests.instance([nats.url], home, feeds: """
+            [feeds.users]
+            source = "http"
+            url = "\(home.baseURL)/posts"
+            items = ""
+            id = "id"
+            next = "link"
+            bearer_token_file = "\(tokenFile)"
+            prefetch = 0
+            retry_max_delay = "500ms"
+            """)
+        let generation = try FleetTests.joinedGeneration(daemon)
+        let forger = try await FleetForger.connect(nats.url)
+        let stolen = "\(elsewhere.baseURL)/steal"
+        try await forger.publishPage(
+            generation: generation, page: 1, line: FleetForger.pageLine(generation: generation, page: 1),
+            header: #"{"items":1,"next":"more","source_page":1,"token":"url \#(stolen)"}"#)
+
+        let client = try daemon.connect()
+        try client.send("next users 2")
+        try client.expect("subscribed")
+        #expect(try client.expect("page")["page"] == 1)
+        let notice = try client.expect("error")
+        #expect(notice["code"] == "upstream")
+        #expect(notice["message"]?.stringValue?.contains("\(stolen), on another origin") == true, "\(notice.jsonText)")
+        #expect(elsewhere.received.isEmpty)
+        #expect(daemon.isRunning)
+        await forger.close()
+        nats.stop()
+    }
+
     @Test func a_second_publication_never_replaces_a_page_and_an_instance_joining_later_serves_the_first() async throws {
         let upstream = try LoopbackUpstream()
         let nats = try NATSServer()
