@@ -97,23 +97,23 @@ import TestSupport
         let first = try daemon.connect()
         try first.send("next desk")
         #expect(Self.ids(try first.read(until: "page", timeout: .seconds(30)).found).first == "wide:1")
-        // Pages are read on a thread of their own while this one pings.
-        let paged = Locked<[String]?>(nil)
+        // Merged pages are read one by one on a thread of their own for as long as this one pings.
+        let paging = Locked((stop: false, lastIDs: [String](), done: false))
         Thread {
-            var firstIDs: [String] = []
-            if let reader = try? daemon.connect(), (try? reader.send("next desk 400")) != nil {
-                while firstIDs.count < 400, let page = try? reader.read(until: "page", timeout: .seconds(30)).found {
-                    firstIDs.append(Self.ids(page).first ?? "")
-                }
+            defer { paging.withLock { $0.done = true } }
+            guard let reader = try? daemon.connect() else { return }
+            while !paging.withLock({ $0.stop }), paging.withLock({ $0.lastIDs.count }) < 499 {
+                guard (try? reader.send("next desk")) != nil, let page = try? reader.read(until: "page", timeout: .seconds(10)).found else { return }
+                paging.withLock { $0.lastIDs.append(Self.ids(page).first ?? "") }
             }
-            paged.withLock { $0 = firstIDs }
         }.start()
         let pinger = try daemon.connect()
+        let mainThreadBefore = try Self.mainThreadCPU(of: daemon)
         var latencies: [Duration] = []
         // One ping every 10 ms, so the figures sample the time the pages take, not only the pings
         // that came between them.
         var tick = ContinuousClock.now
-        while latencies.count < 100 || paged.withLock({ $0 == nil }) {
+        while latencies.count < 300, !paging.withLock({ $0.done }) {
             tick += .milliseconds(10)
             let wait = ContinuousClock.now.duration(to: tick)
             if wait > .zero { Thread.sleep(forTimeInterval: Double(wait.components.attoseconds) / 1e18) }
@@ -121,11 +121,24 @@ import TestSupport
             #expect(try pinger.request("ping")["type"] == "pong")
             latencies.append(sent.duration(to: .now))
         }
+        paging.withLock { $0.stop = true }
+        let mainThreadCPU = try Self.mainThreadCPU(of: daemon) - mainThreadBefore
         latencies.sort()
         let p99 = latencies[latencies.count * 99 / 100]
-        #expect(p99 < .milliseconds(5), "ping p99 \(p99), median \(latencies[latencies.count / 2]) over \(latencies.count) pings while merged pages were read")
-        let firstIDs = paged.withLock { $0 } ?? []
-        #expect(firstIDs.count == 400 && firstIDs.last == "wide:\(399 * 20 + 1)", "all 400 merged pages came: \(firstIDs.suffix(3))")
+        let read = paging.withLock { $0.lastIDs }
+        #expect(p99 < .milliseconds(5), "ping p99 \(p99), median \(latencies[latencies.count / 2]) over \(latencies.count) pings while \(read.count) merged pages were read")
+        // What the pings measure on a loaded machine is partly its scheduler; the main thread's own
+        // CPU time is what a merged page costs the other clients.
+        #expect(mainThreadCPU < .milliseconds(2) * read.count, "the main thread spent \(mainThreadCPU) on \(read.count) merged pages")
+        #expect(read.count >= 50 && read.enumerated().allSatisfy { $1 == "wide:\($0 * 20 + 1)" }, "merged pages kept coming, in order: \(read.suffix(3))")
+    }
+
+    /// The CPU time the daemon's main thread has used (utime + stime of /proc/PID/task/PID/stat).
+    static func mainThreadCPU(of daemon: DaemonProcess) throws -> Duration {
+        let stat = try String(contentsOfFile: "/proc/\(daemon.pid)/task/\(daemon.pid)/stat", encoding: .utf8)
+        let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+        let ticks = try #require(Int(fields[11])) + #require(Int(fields[12]))
+        return .milliseconds(ticks * 1000 / Int(sysconf(Int32(_SC_CLK_TCK))))
     }
 
     @Test func a_member_answering_404_does_not_slow_the_merged_pages_and_status_names_it() throws {
