@@ -8,13 +8,15 @@ struct MemberReads {
     enum Skip: Hashable {
         /// A live member at its newest page, with nothing past it yet.
         case nothingYet
-        /// Reading it failed (its source is failing, or it did not answer within the timeout).
+        /// Reading it failed (its source is known to be failing, or it did not answer within the timeout).
         case failed(SourceError)
         /// The fetch's time ran out before its next page could be read.
         case outOfTime
     }
 
     let members: [String]
+    /// The merged feed, which reads the members.
+    let feed: String
     private(set) var positions: [MemberPosition]
     /// The members left out of this page, and why.
     private(set) var skipped: [Int: Skip] = [:]
@@ -27,7 +29,8 @@ struct MemberReads {
     ///   - readTimeout: how long one member read may take.
     ///   - deadline: when the fetch must have finished reading members, so that it answers
     ///     within its own timeout even when several members are slow one after another.
-    init(members: [String], token: MergeToken, reader: any FeedReader, readTimeout: Duration, deadline: ContinuousClock.Instant) {
+    init(feed: String, members: [String], token: MergeToken, reader: any FeedReader, readTimeout: Duration, deadline: ContinuousClock.Instant) {
+        self.feed = feed
         self.members = members
         positions = members.map(token.position(of:))
         self.reader = reader
@@ -47,11 +50,11 @@ struct MemberReads {
     /// costs the fetch one read timeout, not one per member.
     mutating func readAllAtOnce() async throws(SourceError) {
         let pending = members.indices.filter { !positions[$0].ended && pages[$0] == nil && skipped[$0] == nil }
-        let timeout = readTimeout
+        let (timeout, feed) = (readTimeout, feed)
         let reads = await withTaskGroup(of: (Int, Result<FeedPage, SourceError>).self) { group in
             for index in pending {
                 let (reader, member, page) = (reader, members[index], positions[index].page)
-                group.addTask { (index, await Self.read(page, of: member, from: reader, timeout: timeout)) }
+                group.addTask { (index, await Self.read(page, of: member, for: feed, from: reader, timeout: timeout)) }
             }
             return await group.reduce(into: [(Int, Result<FeedPage, SourceError>)]()) { $0.append($1) }
         }
@@ -99,12 +102,15 @@ struct MemberReads {
             skipped[index] = .outOfTime
             return
         }
-        try apply(await Self.read(positions[index].page, of: members[index], from: reader, timeout: min(readTimeout, left)), to: index)
+        let result = await Self.read(positions[index].page, of: members[index], for: feed, from: reader, timeout: min(readTimeout, left))
+        try apply(result, to: index)
     }
 
-    private static func read(_ page: Int, of member: String, from reader: any FeedReader, timeout: Duration) async -> Result<FeedPage, SourceError> {
+    private static func read(
+        _ page: Int, of member: String, for feed: String, from reader: any FeedReader, timeout: Duration
+    ) async -> Result<FeedPage, SourceError> {
         do throws(SourceError) {
-            return .success(try await reader.page(page, of: member, timeout: timeout))
+            return .success(try await reader.page(page, of: member, for: feed, timeout: timeout))
         } catch {
             return .failure(error)
         }

@@ -3,7 +3,8 @@ import FeedKit
 /// The `merge` adapter: one feed interleaving other feeds of the same config (SPEC §9).
 ///
 /// Members are read through ``AdapterContext/feeds``, like any subscriber reads them, as far as
-/// the merged feed's own readers have come. Items are the members' items gathered: id
+/// the merged feed's own readers have come; while the merged feed waits for new data, its members
+/// are followed, so a live member's new items reach it as soon as the member has them. Items are the members' items gathered: id
 /// `MEMBER:ID`, `feed` naming the member. Orders:
 /// - `round_robin` (the default): one item of each member in turn, in `feeds` order;
 /// - `concat`: all of one member, then the next;
@@ -14,7 +15,8 @@ import FeedKit
 ///
 /// A member that has nothing yet (a live feed at its newest page) or is failing is left out of
 /// the page being built, keeping its position, so its items come on a later page, none lost and
-/// none twice: whatever order is chosen, one member's outage never stalls the others. A failing
+/// none twice: whatever order is chosen, one member's outage never stalls the others (a member
+/// known to be failing answers at once, so it costs a page no wait). A failing
 /// member is logged once per page; only when every member still going fails does the fetch fail.
 /// A member's new generation fails the fetch too, and the engine then starts a new generation
 /// of the merged feed. The merged feed ends when every member has ended.
@@ -63,7 +65,7 @@ public struct MergeSource: SourceAdapter {
         // Half the timeout per read, and reads stop at three quarters of it, so the fetch answers
         // with what it has before the engine gives up on it.
         var reads = MemberReads(
-            members: members, token: token, reader: reader, readTimeout: requestTimeout / 2,
+            feed: feed, members: members, token: token, reader: reader, readTimeout: requestTimeout / 2,
             deadline: .now + requestTimeout * 3 / 4)
         var turn = token.turn % members.count
         if order != .concat { try await reads.readAllAtOnce() }
@@ -75,6 +77,22 @@ public struct MergeSource: SourceAdapter {
             turn = (index + 1) % members.count
         }
         return try result(items, reads: reads, turn: turn)
+    }
+
+    /// Returns once a member the page after `request` would read may have news (its next page is
+    /// ready, it ended, recovered or started a new generation), or after `pollInterval`: the
+    /// members are followed meanwhile, so their own `poll` applies, and a new member item reaches
+    /// the merged feed as soon as the member has it.
+    public func waitForNewData(after request: PageRequest, pollInterval: Duration) async throws {
+        guard let reader else { return try await Task.sleep(for: pollInterval) }
+        let token = try MergeToken(request.token, feed: feed)
+        var pages: [String: Int] = [:]
+        for member in members {
+            let position = token.position(of: member)
+            if !position.ended { pages[member] = position.page }
+        }
+        await reader.waitForNews(of: pages, for: feed, timeout: pollInterval)
+        try Task.checkCancellation()
     }
 
     /// The member whose item comes next, and that item; nil when no member has one for this page.

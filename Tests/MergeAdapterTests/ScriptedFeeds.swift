@@ -18,6 +18,7 @@ final class ScriptedFeeds: FeedReader {
 
     private let members: Locked<[String: Member]>
     private let readLog = Locked<[String]>([])
+    private let waitLog = Locked<[[String: Int]]>([])
 
     init(_ members: [String: Member]) {
         self.members = Locked(members)
@@ -40,7 +41,14 @@ final class ScriptedFeeds: FeedReader {
     /// Every read so far, as `MEMBER#PAGE`.
     var reads: [String] { readLog.withLock { $0 } }
 
-    func page(_ page: Int, of feed: String, timeout: Duration) async throws(SourceError) -> FeedPage {
+    /// Every wait for news so far: the pages the reader would read next.
+    var newsWaits: [[String: Int]] { waitLog.withLock { $0 } }
+
+    func waitForNews(of pages: [String: Int], for reader: String, timeout: Duration) async {
+        waitLog.withLock { $0.append(pages) }
+    }
+
+    func page(_ page: Int, of feed: String, for reader: String, timeout: Duration) async throws(SourceError) -> FeedPage {
         readLog.withLock { $0.append("\(feed)#\(page)") }
         guard let member = members.withLock({ $0[feed] }) else { throw SourceError.rejected("no feed \(feed)") }
         if member.failing { throw SourceError.transient("\(feed) is down") }

@@ -1,105 +1,85 @@
 import FeedKit
 
-/// Other feeds' pages for adapters that gather them (`merge`), read through the engine: each read
-/// is a short-lived subscription after the page before, so the member's prefetch, shared fetches,
-/// retries and cache apply, and a member is fetched only as far as its readers ask.
+/// Other feeds' pages for adapters that gather them (`merge`), read through the engine: each
+/// reading feed holds one ``MemberSubscription`` per feed it reads, a follower like any other, so
+/// the member's `poll`, prefetch, shared fetches, retries and cache apply, and a member is
+/// fetched only as far as its readers (this one among them) ask.
+///
+/// A page's items are read back from its encoded line (the engine keeps only that) off the main
+/// actor, once per page and reader: the reader keeps the items of the last page of each member
+/// it read, which the next merged pages take their items from too.
 ///
 /// Made before the configuration is loaded (adapters get it in their context) and pointed at the
-/// service once it exists; each read is a client of the ``FeedService``, like any front's.
+/// service once it exists.
 public final class EngineFeedReader: FeedReader {
     /// The service the members are read through.
     @MainActor public weak var service: FeedService?
+    @MainActor private var subscriptions: [Reading: MemberSubscription] = [:]
+    /// The items of the last page each reader read of each feed.
+    private let itemsRead = Locked<[Reading: (page: Page, items: [Item])]>([:])
+
+    /// One feed reading another.
+    private struct Reading: Hashable {
+        let reader: String
+        let feed: String
+    }
 
     /// A reader not yet pointed at a service.
     public init() {}
 
-    public func page(_ page: Int, of feed: String, timeout: Duration) async throws(SourceError) -> FeedPage {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<FeedPage, SourceError>, Never>) in
+    public func page(_ page: Int, of feed: String, for reader: String, timeout: Duration) async throws(SourceError) -> FeedPage {
+        let reading = Reading(reader: reader, feed: feed)
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<MemberSubscription.Answer, SourceError>, Never>) in
             Task { @MainActor in
-                guard let service = self.service, service.feedNames.contains(feed) else {
+                guard let subscription = self.subscription(for: reading) else {
                     return continuation.resume(returning: .failure(.rejected("there is no feed \"\(feed)\" to read")))
                 }
-                MemberPageRead(service: service, feed: feed, page: page, timeout: timeout, continuation: continuation).start()
+                subscription.read(page, timeout: timeout) { continuation.resume(returning: $0) }
             }
         }
-        return try result.get()
-    }
-}
-
-/// One read of page N of a feed: subscribes after page N − 1, asks for one page, and answers
-/// with the page, `none` when the feed has no such page (for good or for now), or an error when
-/// the feed starts a new generation, goes away, or does not deliver within the timeout.
-@MainActor
-private final class MemberPageRead: ClientHandle {
-    private let service: FeedService
-    private let feed: String
-    private let page: Int
-    private let timeout: Duration
-    private var continuation: CheckedContinuation<Result<FeedPage, SourceError>, Never>?
-    let clientID: ClientID
-    /// Set while the read is connected to the service.
-    private var isConnected = false
-    /// The generation subscribed to, and what the feed's source last said while failing, for the timeout's message.
-    private var generation = 0
-    private var lastFailure: String?
-
-    init(service: FeedService, feed: String, page: Int, timeout: Duration, continuation: CheckedContinuation<Result<FeedPage, SourceError>, Never>) {
-        self.service = service
-        clientID = service.connect()
-        self.feed = feed
-        self.page = page
-        self.timeout = timeout
-        self.continuation = continuation
-    }
-
-    var canTakePage: Bool { true }
-
-    func start() {
-        isConnected = true
-        let (feed, page, timeout) = (feed, page, timeout)
-        Task {
-            try? await Task.sleep(for: timeout)
-            let reason = lastFailure.map { ": \($0)" } ?? ""
-            finish(.failure(.transient("feed \(feed): page \(page) not ready within \(timeout.wholeMilliseconds) ms\(reason)")))
+        switch try result.get() {
+        case .none(let generation, let final):
+            return .none(generation: generation, final: final)
+        case .page(let page):
+            return .page(generation: page.generation, items: items(of: page, for: reading), isLast: page.isLast)
         }
-        service.subscribe(self, to: feed, after: page - 1) { [self] result in
-            switch result {
-            case .success(let subscribed):
-                generation = subscribed.generation
-                service.next(self, feed: feed) { [self] in if case .failure(let error) = $0 { finish(.failure(.transient(error.message))) } }
-            case .failure(let error):
-                finish(.failure(.rejected(error.message)))
+    }
+
+    public func waitForNews(of pages: [String: Int], for reader: String, timeout: Duration) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Task { @MainActor in
+                let wait = NewsWait(continuation, timeout: timeout)
+                for (feed, page) in pages.sorted(by: { $0.key < $1.key }) {
+                    self.subscription(for: Reading(reader: reader, feed: feed))?.watch(from: page, for: wait)
+                }
             }
         }
     }
 
-    func receive(_ event: ClientEvent) {
-        switch event {
-        case .page(let page, _):
-            finish(.success(.page(generation: page.generation, items: Self.items(of: page), isLast: page.isLast)))
-        case .end:
-            let status = service.status(of: feed)
-            finish(.success(.none(generation: status?.generation ?? generation, final: status?.reachedEnd ?? false)))
-        case .upstreamFailing(_, let message, _, _):
-            lastFailure = message
-        case .refreshed(_, let generation, _):
-            finish(.failure(.transient("feed \(feed) started generation \(generation)")))
-        case .unsubscribed:
-            finish(.failure(.rejected("feed \(feed) was removed")))
+    /// The subscription through which `reading` goes, made on its first read; nil if there is no such feed.
+    @MainActor
+    private func subscription(for reading: Reading) -> MemberSubscription? {
+        if let subscription = subscriptions[reading] { return subscription }
+        guard let service, service.feedNames.contains(reading.feed) else { return nil }
+        let subscription = MemberSubscription(service: service, feed: reading.feed) { [weak self] ended in
+            guard let self, subscriptions[reading] === ended else { return }
+            subscriptions[reading] = nil
+            itemsRead.withLock { $0[reading] = nil }
         }
+        subscriptions[reading] = subscription
+        return subscription
     }
 
-    func flush() {}
-
-    private func finish(_ result: Result<FeedPage, SourceError>) {
-        guard let continuation else { return }
-        self.continuation = nil
-        if isConnected { service.disconnect(self) }
-        isConnected = false
-        continuation.resume(returning: result)
+    /// The items of `page`: those parsed for the last read of the same page, or parsed now (off
+    /// the main actor, where this runs).
+    private func items(of page: Page, for reading: Reading) -> [Item] {
+        if let last = itemsRead.withLock({ $0[reading] }), last.page === page { return last.items }
+        let items = Self.items(of: page)
+        itemsRead.withLock { $0[reading] = (page, items) }
+        return items
     }
 
-    /// The items of a cached page, read back from its encoded line (the cache keeps only that).
+    /// The items of a page, read back from its encoded line.
     private static func items(of page: Page) -> [Item] {
         let line = Array(page.line.buffer)
         guard let entries = (try? JSONValue(parsing: line))?["items"]?.arrayValue else { return [] }

@@ -223,14 +223,19 @@ public final class FeedService {
     /// Each feed's entry of `status` (SPEC §5), sorted by name, with as much of its consumers as
     /// `detail` says (the metrics need their lag only, systemd's STATUS line nothing of them).
     public func feedStatuses(consumers detail: FeedStatus.ConsumerDetail = .listed) -> [FeedStatus] {
-        directory.names.compactMap { name in directory[name].map { FeedStatus($0, consumers: detail) } }
+        directory.names.compactMap { name in directory[name].map { status($0, consumers: detail) } }
     }
 
     /// The generation `feed` serves now; nil if no such feed runs.
     public func generation(of feed: String) -> Int? { directory[feed]?.generation }
 
     /// `feed`'s entry of `status`, if it runs.
-    public func status(of feed: String) -> FeedStatus? { directory[feed].map { FeedStatus($0) } }
+    public func status(of feed: String) -> FeedStatus? { directory[feed].map { status($0) } }
+
+    /// `feed`'s figures, with the members it gathers, whose outages its health reports.
+    private func status(_ feed: Feed, consumers detail: FeedStatus.ConsumerDetail = .listed) -> FeedStatus {
+        FeedStatus(feed, members: feed.memberFeeds.compactMap { directory[$0] }, consumers: detail)
+    }
 
     /// The fleet's part of `status`, for a daemon with `[cluster]`.
     public var cluster: ClusterStatus? {

@@ -46,12 +46,14 @@ public struct FeedStatus: Sendable {
     /// What the feed has done since it started.
     public let counters: FeedCounters
 
-    /// `feed`'s figures, with as much of its consumers as `detail` says.
+    /// `feed`'s figures, with as much of its consumers as `detail` says. A feed that gathers
+    /// `members` (`merge`) and is itself fine reports the first member that is not, since that
+    /// member's items are left out of its pages until it recovers.
     @MainActor
-    init(_ feed: Feed, consumers detail: ConsumerDetail = .listed) {
+    init(_ feed: Feed, members: [Feed] = [], consumers detail: ConsumerDetail = .listed) {
         name = feed.name
         source = feed.settings.source
-        health = feed.health
+        health = Self.health(of: feed, members: members)
         generation = feed.generation
         cachedPages = feed.cachedPages
         cachedBytes = feed.cachedBytes
@@ -68,6 +70,14 @@ public struct FeedStatus: Sendable {
         let roster = feed.consumerRoster(listing: detail == .listed ? Self.listedConsumers : 0)
         lag = roster.lag
         consumers = roster.first.consumers
+    }
+
+    @MainActor
+    private static func health(of feed: Feed, members: [Feed]) -> FeedHealth {
+        guard feed.health.state == .ok, let failing = members.first(where: { $0.health.state != .ok }) else { return feed.health }
+        let error = failing.health.lastError.map { ": \($0)" } ?? ""
+        return FeedHealth(
+            state: failing.health.state, lastError: "member \(failing.name) is \(failing.health.state.rawValue), its items are left out until it recovers\(error)")
     }
 
     /// The entry as `status` gives it.
