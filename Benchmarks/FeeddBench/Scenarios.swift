@@ -9,14 +9,17 @@ struct BenchWorld {
     let upstream: LoopbackUpstream
     let daemon: DaemonProcess
 
-    init(upstreamLatency: Duration = .zero, feedOptions: String, daemonOptions: String = "") throws {
+    init(upstreamLatency: Duration = .zero, usersPerPage: Int = 20, feedOptions: String, daemonOptions: String = "") throws {
         upstream = try LoopbackUpstream()
         upstream.setLatency(upstreamLatency)
-        daemon = try DaemonProcess(config: Self.config(upstream: upstream, feedOptions: feedOptions, daemonOptions: daemonOptions))
+        daemon = try DaemonProcess(
+            config: Self.config(upstream: upstream, usersPerPage: usersPerPage, feedOptions: feedOptions, daemonOptions: daemonOptions))
     }
 
     /// A daemon's configuration: the feed `users` on `upstream`, then `moreTables` (a `[cluster]`).
-    static func config(upstream: LoopbackUpstream, feedOptions: String, daemonOptions: String = "", moreTables: String = "") -> String {
+    static func config(
+        upstream: LoopbackUpstream, usersPerPage: Int = 20, feedOptions: String, daemonOptions: String = "", moreTables: String = ""
+    ) -> String {
         """
         [daemon]
         max_clients = 20000
@@ -26,7 +29,7 @@ struct BenchWorld {
         [feeds.users]
         source = "randomuser"
         url = "\(upstream.baseURL)/api/"
-        results = 20
+        results = \(usersPerPage)
         seed = "bench"
         \(feedOptions)
 
@@ -75,10 +78,10 @@ enum Scenarios {
 
     /// `subscribers` followers of one feed: throughput over `pages` cached pages, then the time
     /// from the upstream answering each of `latencyPages` new pages to the last follower having it.
-    /// The new pages come 50 ms apart; those answered before every follower had read the cached
+    /// The new pages come 150 ms apart; those answered before every follower had read the cached
     /// pages are left out, as they measure that backlog rather than the publishing.
     static func fanOut(subscribers: Int, pages: Int, latencyPages: Int) throws -> FanOut {
-        let world = try BenchWorld(feedOptions: "prefetch = 0\ncache_pages = 4096")
+        let world = try BenchWorld(usersPerPage: 73, feedOptions: "prefetch = 0\ncache_pages = 4096")
         let warm = try world.daemon.connect()
         try warm.send("next users \(pages)")
         _ = try warm.read(until: "page")
@@ -87,7 +90,7 @@ enum Scenarios {
             let line = try warm.connection.readLine()!
             if page == 2 { samplePage = line + [UInt8(ascii: "\n")] }
         }
-        world.upstream.setLatency(.milliseconds(50))
+        world.upstream.setLatency(.milliseconds(150))
         let followers = try Followers(subscribers, on: [world.daemon.socketPath])
         let counter = followers.counter
         let started = try followers.send(#"{"op":"subscribe","feed":"users","follow":true}"#)

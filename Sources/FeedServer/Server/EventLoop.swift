@@ -72,7 +72,7 @@ public final class EventLoop {
     private let timerDescriptor: Int32
     private var watched: [UInt64: Watched] = [:]
     private var order = TurnOrder()
-    private var timers: [UInt64: (deadline: ContinuousClock.Instant, fire: @MainActor () -> Void)] = [:]
+    private var timers = TimerQueue<@MainActor () -> Void>()
     /// Token 0 is the main queue's, token 1 the timers'.
     private var nextToken: UInt64 = 2
     private static let timerToken: UInt64 = 1
@@ -96,19 +96,16 @@ public final class EventLoop {
     func schedule(after delay: Duration, _ fire: @escaping @MainActor () -> Void) -> Timer {
         let timer = Timer(token: nextToken)
         nextToken += 1
-        timers[timer.token] = (ContinuousClock.now + delay, fire)
-        armTimer()
+        if let wakeUp = timers.schedule(timer.token, at: ContinuousClock.now + delay, fire) { setTimer(to: wakeUp) }
         return timer
     }
 
     func cancel(_ timer: Timer) {
-        timers[timer.token] = nil
+        timers.cancel(timer.token)
     }
 
-    /// Sets the timerfd to the earliest deadline (a cancelled timer may wake it once for nothing).
-    private func armTimer() {
-        guard let earliest = timers.values.lazy.map(\.deadline).min() else { return }
-        let remaining = max(earliest - .now, .microseconds(1))
+    private func setTimer(to deadline: ContinuousClock.Instant) {
+        let remaining = max(deadline - .now, .microseconds(1))
         let (seconds, attoseconds) = remaining.components
         var setting = itimerspec(
             it_interval: timespec(tv_sec: 0, tv_nsec: 0),
@@ -119,11 +116,8 @@ public final class EventLoop {
     private func fireDueTimers() {
         var expirations: UInt64 = 0
         _ = read(timerDescriptor, &expirations, MemoryLayout<UInt64>.size)
-        let now = ContinuousClock.now
-        let due = timers.filter { $0.value.deadline <= now }.sorted { $0.value.deadline < $1.value.deadline }
-        for (token, _) in due { timers[token] = nil }
-        for (_, timer) in due { timer.fire() }
-        armTimer()
+        for fire in timers.takeDue(at: .now) { fire() }
+        if let wakeUp = timers.rearm() { setTimer(to: wakeUp) }
     }
 
     /// Calls `handler` on the main actor whenever `descriptor` is ready for `interest`.
@@ -238,9 +232,9 @@ struct TurnOrder {
     private var lastServed: [UInt64: UInt64] = [:]
     /// What was reported for each waiting socket.
     private var waiting: [UInt64: UInt32] = [:]
-    /// The waiting sockets' places, a binary min-heap; a forgotten socket's place stays until it
-    /// surfaces, and is skipped then (tokens are never reused).
-    private var line: [Place] = []
+    /// The waiting sockets' places; a forgotten socket's place stays until it surfaces, and is
+    /// skipped then (tokens are never reused).
+    private var line = MinHeap<Place>()
 
     var isEmpty: Bool { waiting.isEmpty }
 
@@ -252,7 +246,7 @@ struct TurnOrder {
         }
         waiting[token] = events
         arrivals += 1
-        push(Place(lastServed: lastServed[token] ?? 0, arrival: arrivals, token: token))
+        line.push(Place(lastServed: lastServed[token] ?? 0, arrival: arrivals, token: token))
     }
 
     /// The sockets to serve now, in order, with what was reported for each; marks them served.
@@ -261,7 +255,7 @@ struct TurnOrder {
         turns += 1
         var chosen: [(token: UInt64, events: UInt32)] = []
         chosen.reserveCapacity(Self.descriptorsPerTurn)
-        while chosen.count < Self.descriptorsPerTurn, let place = popFirst() {
+        while chosen.count < Self.descriptorsPerTurn, let place = line.popFirst() {
             guard let events = waiting.removeValue(forKey: place.token) else { continue }
             lastServed[place.token] = turns
             chosen.append((place.token, events))
@@ -273,34 +267,5 @@ struct TurnOrder {
     mutating func forget(_ token: UInt64) {
         lastServed[token] = nil
         waiting[token] = nil
-    }
-
-    private mutating func push(_ place: Place) {
-        line.append(place)
-        var child = line.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard line[child] < line[parent] else { break }
-            line.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    private mutating func popFirst() -> Place? {
-        guard let first = line.first else { return nil }
-        let last = line.removeLast()
-        guard !line.isEmpty else { return first }
-        line[0] = last
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            guard left < line.count else { break }
-            let right = left + 1
-            let smaller = right < line.count && line[right] < line[left] ? right : left
-            guard line[smaller] < line[parent] else { break }
-            line.swapAt(smaller, parent)
-            parent = smaller
-        }
-        return first
     }
 }
