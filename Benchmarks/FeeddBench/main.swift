@@ -5,7 +5,7 @@ import TestSupport
 
 // feedd-bench: starts the real daemon (the release build beside this binary) against a loopback
 // upstream and prints each figure's median and spread over several runs.
-//   swift run -c release feedd-bench [RUNS] [latency] [fanout] [idle] [sharing] [engine] [acks] [http] [fleet] [feeds]
+//   swift run -c release feedd-bench [RUNS] [latency] [fanout] [idle] [upstream] [sharing] [engine] [acks] [http] [fleet] [feeds]
 
 // The package builds feedd with the benchmark (it is a dependency). A benchmark binary without
 // one beside it would otherwise measure whatever feedd lay elsewhere (a debug build, an old
