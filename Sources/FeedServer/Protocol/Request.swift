@@ -1,4 +1,3 @@
-import FeedEngine
 import FeedKit
 
 /// A client request, decoded from one line.
@@ -82,6 +81,10 @@ public enum RequestDecoder {
     public static let maxCount = 10_000
     /// How many consumers a `consumers` request without `limit` gets.
     public static let defaultConsumerPage = 100
+    /// The `limit`s the consumers op takes: the engine's cap (`ConsumerPage.maximumCount`), kept
+    /// here too so that the protocol's parser needs no engine (the request-line fuzz target
+    /// builds it alone).
+    public static let consumerPageLimits = 1...1_000
     /// The highest page number a client may name (`after`, `ack`'s `page`): far beyond any real
     /// feed, and far enough below `Int.max` that no page arithmetic can overflow.
     public static let maxPage = 1_000_000_000
@@ -131,7 +134,7 @@ public enum RequestDecoder {
         case "consumers":
             return .consumers(
                 feed: try fields.feed(), after: try fields.string("after"),
-                limit: try fields.count("limit", minimum: 1, maximum: ConsumerPage.maximumCount) ?? defaultConsumerPage)
+                limit: try fields.count("limit", minimum: consumerPageLimits.lowerBound, maximum: consumerPageLimits.upperBound) ?? defaultConsumerPage)
         case "status": return .status
         case "metrics": return .metrics
         case "ping": return .ping
