@@ -148,6 +148,10 @@ final class CursorLedger {
         case .unreachable(let reason):
             finish(.failure(.unavailable(reason)))
         case .fleet(let fleet):
+            // A local generation's cursor, asked for while the feed served alone and queued behind
+            // a write then in flight, is moot once the feed has joined again: the fleet never uses
+            // that number, and a cursor stored under it would hide the consumer's fleet cursor.
+            guard next.generation <= StoredFeed.maximumGeneration else { return finish(.success(())) }
             Task { @MainActor in
                 do throws(StoreError) {
                     try await fleetCall { () async throws(FleetError) in

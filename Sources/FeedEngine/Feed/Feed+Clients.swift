@@ -28,8 +28,11 @@ extension Feed {
 
     /// Makes a starting consumer's start durable (claiming it in the fleet), then lets it read.
     func confirmStart(of subscription: Subscription, consumer: String, after: Int?) {
-        let (generation, floor, paging) = (generation, storedPages.bodiesDroppedThrough, paging)
         Task {
+            // Read as the start goes out, together with the ledger's home: the feed may join its
+            // fleet (or leave it) before this task runs, and a local generation's number asked of
+            // the fleet finds no cursor there, so a consumer would resume at 0 (issue 22).
+            let (generation, floor, paging) = (generation, storedPages.bodiesDroppedThrough, paging)
             let outcome: Result<Int, StoreError>
             do throws(StoreError) {
                 outcome = .success(
