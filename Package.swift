@@ -131,7 +131,7 @@ let package = Package(
         // Writes to a state store until killed; FeedStateTests kill it with SIGKILL mid-commit.
         .executableTarget(name: "feedd-state-torture", dependencies: ["FeedState", "FeedKit"], path: "Tests/StateTorture"),
         .testTarget(name: "FeedServerTests", dependencies: ["FeedServer", "FeedKit"]),
-        .testTarget(name: "FeedHTTPTests", dependencies: ["FeedHTTP", "FeedEngine", "FeedKit"]),
+        .testTarget(name: "FeedHTTPTests", dependencies: ["FeedHTTP", "FeedEngine", "FeedServer", "FeedKit"]),
         .testTarget(name: "SystemdSupportTests", dependencies: ["SystemdSupport", "FeedKit"]),
         // FeedCluster: FleetTests read the pages feedd publishes as any NATS client would.
         .testTarget(name: "FeeddTests", dependencies: ["TestSupport", "FeedClient", "FeedKit", "FeedCluster"]),

@@ -103,14 +103,7 @@ import TestSupport
             generation: generation, page: 1, line: FleetForger.pageLine(generation: generation, page: 1),
             header: #"{"items":1,"next":"more","source_page":1,"token":"url \#(stolen)"}"#)
 
-        let client = try daemon.connect()
-        try client.send("next users 2")
-        try client.expect("subscribed")
-        #expect(try client.expect("page")["page"] == 1)
-        let notice = try client.expect("error")
-        #expect(notice["code"] == "upstream")
-        #expect(notice["message"]?.stringValue?.contains("\(stolen), on another origin") == true, "\(notice.jsonText)")
-        #expect(elsewhere.received.isEmpty)
+        try HTTPTrustEndToEndTests.expectOriginRefused(reading: "users", of: daemon, next: stolen, asked: elsewhere)
         #expect(daemon.isRunning)
         await forger.close()
         nats.stop()

@@ -70,14 +70,21 @@ import TestSupport
             bearer_token_file = "\(tokenFile)"
             retry_max_delay = "500ms"
             """, directory: directory)
+        try Self.expectOriginRefused(reading: "api", of: daemon, next: "\(elsewhere.baseURL)/posts?page=2", asked: elsewhere)
+    }
+
+    /// Reads two pages of `feed` from `daemon`: page 1 comes, then an `upstream` error naming
+    /// `next` as on another origin, and `other` (the upstream behind it) got no request, so no
+    /// bearer token.
+    static func expectOriginRefused(reading feed: String, of daemon: DaemonProcess, next: String, asked other: LoopbackUpstream) throws {
         let client = try daemon.connect()
-        try client.send("next api 2")
+        try client.send("next \(feed) 2")
         try client.expect("subscribed")
         #expect(try client.expect("page")["page"] == 1)
         let notice = try client.expect("error")
         #expect(notice["code"] == "upstream")
-        #expect(notice["message"]?.stringValue?.contains("\(elsewhere.baseURL)/posts?page=2, on another origin") == true, "\(notice.jsonText)")
-        #expect(elsewhere.received.isEmpty)
+        #expect(notice["message"]?.stringValue?.contains("\(next), on another origin") == true, "\(notice.jsonText)")
+        #expect(other.received.isEmpty)
     }
 
     @Test func a_world_readable_token_file_is_a_config_error_at_its_key() throws {
