@@ -32,6 +32,10 @@ enum EngineScenarios {
         let readerItemsPerSecond: Double
         /// Items per second a follower receives from page 1; it is kept `prefetch` pages ahead.
         let followerItemsPerSecond: Double
+        /// Another connection's `ping` round trip while the reader drains, p99 in ms.
+        let pingP99: Double
+        /// Lines per second line-framer.c frames out of the same file in the same run.
+        let framedLinesPerSecond: Double
         let fileBytes: Int
     }
 
@@ -63,17 +67,20 @@ enum EngineScenarios {
         }
 
         // A reader asking for many pages at once, then a follower, each from page 1.
+        let pinger = try PingTimer(daemon)
         let asking = try drain(daemon, pages: pagesInFile, seconds: drainSeconds) { connection in
             try connection.send(#"{"op":"subscribe","feed":"large"}"#)
             // `count` is at most 10,000 a request.
             for _ in stride(from: 0, to: pagesInFile, by: 10_000) { try connection.send(#"{"op":"next","feed":"large","count":10000}"#) }
         }
+        let pingP99 = quantile(pinger.stop(), 0.99)
         let follower = try drain(daemon, pages: pagesInFile, seconds: drainSeconds) { connection in
             try connection.send(#"{"op":"subscribe","feed":"large","follow":true}"#)
         }
+        let framed = try CReference.build("line-framer.c").frameLines(of: path)
         return LargeFile(
             farPage: farPage, readerItemsPerSecond: asking * Double(pageSize), followerItemsPerSecond: follower * Double(pageSize),
-            fileBytes: fileBytes)
+            pingP99: pingP99, framedLinesPerSecond: framed, fileBytes: fileBytes)
     }
 
     /// Pages per second a new connection receives after `start`, until it has `pages` pages or

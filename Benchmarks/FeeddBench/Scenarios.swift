@@ -74,6 +74,8 @@ enum Scenarios {
         let publishToLastReceipt: Double
         /// One page line exactly as subscribers got it, for the Redis comparison.
         let samplePage: [UInt8]
+        /// Another connection's `ping` round trip while the followers read the cached pages, p99 in ms.
+        let pingP99: Double
     }
 
     /// `subscribers` followers of one feed: throughput over `pages` cached pages, then the time
@@ -93,9 +95,11 @@ enum Scenarios {
         world.upstream.setLatency(.milliseconds(150))
         let followers = try Followers(subscribers, on: [world.daemon.socketPath])
         let counter = followers.counter
+        let pinger = try PingTimer(world.daemon)
         let started = try followers.send(#"{"op":"subscribe","feed":"users","follow":true}"#)
         // hello, subscribed, then the pages.
         guard counter.read(untilEachHas: 2 + pages, deadline: .now + .seconds(120)) else { throw TestFailure("fan-out timed out") }
+        let pings = pinger.stop()
         let caughtUp = counter.lineCompletions[2 + pages]!.last
         let elapsed = (caughtUp - started).seconds
         let bytes = counter.byteCounts.reduce(0, +)
@@ -112,7 +116,7 @@ enum Scenarios {
         withExtendedLifetime(followers) {}
         return FanOut(
             bytesPerSecond: Double(bytes) / elapsed, pageDeliveriesPerSecond: Double(subscribers * pages) / elapsed,
-            publishToLastReceipt: quantile(latencies, 0.5), samplePage: samplePage)
+            publishToLastReceipt: quantile(latencies, 0.5), samplePage: samplePage, pingP99: quantile(pings, 0.99))
     }
 
     /// Private memory per idle connection (KiB), and the idle daemon's RssAnon and RSS (MiB).

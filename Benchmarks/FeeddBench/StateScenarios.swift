@@ -18,6 +18,8 @@ enum StateScenarios {
         /// each consumer sends before its ack is counted in it.
         let cpuPerAck: Double
         let mainThreadCPUPerAck: Double
+        /// Another connection's `ping` round trip during the storm, p99 in ms.
+        let pingP99: Double
     }
 
     /// `consumers` durable consumers of one file feed, each acking page after page as fast as the
@@ -92,6 +94,7 @@ enum StateScenarios {
         while !warmedUp.withLock({ $0 }), !timing.isFinished { Thread.sleep(forTimeInterval: 0.01) }
 
         // Each round: every consumer takes its next page and acknowledges it (2 lines back each).
+        let pinger = try PingTimer(daemon)
         let started = ContinuousClock.now
         let cpuBefore = (all: try daemon.cpuSeconds(), main: try daemon.cpuSeconds(mainThreadOnly: true))
         var rounds = 0
@@ -106,13 +109,15 @@ enum StateScenarios {
         let acks = Double(rounds * consumers)
         let cpuPerAck = (try daemon.cpuSeconds() - cpuBefore.all) * 1e6 / acks
         let mainThreadCPUPerAck = (try daemon.cpuSeconds(mainThreadOnly: true) - cpuBefore.main) * 1e6 / acks
+        let pings = pinger.stop()
         stop.withLock { $0 = true }
         while !timing.isFinished { Thread.sleep(forTimeInterval: 0.01) }
         let samples = latencies.withLock { $0 }
         withExtendedLifetime(connections) {}
         return AckStorm(
             acksPerSecond: acks / elapsed, nextP50: quantile(samples, 0.5), nextP99: quantile(samples, 0.99),
-            nextMax: samples.max() ?? 0, samples: samples.count, cpuPerAck: cpuPerAck, mainThreadCPUPerAck: mainThreadCPUPerAck)
+            nextMax: samples.max() ?? 0, samples: samples.count, cpuPerAck: cpuPerAck, mainThreadCPUPerAck: mainThreadCPUPerAck,
+            pingP99: quantile(pings, 0.99))
     }
 }
 

@@ -17,7 +17,7 @@ enum UpstreamPathScenarios {
             if target.hasPrefix("/api/") { return RandomUserPages.body(page: Int(query(target, "page") ?? "") ?? 1) }
             return nil
         }
-        let reference = try CReference.build()
+        let reference = try CReference.build("randomuser-fetch.cpp", libraries: ["curl", "simdjson"])
         for _ in 0..<rounds {
             let feedd = try feeddRandomUserPages(upstream: upstream, pages: pagesPerRound)
             let c = try reference.fetch(upstream: upstream, pages: pagesPerRound)
@@ -117,18 +117,28 @@ enum UpstreamPathScenarios {
     }
 }
 
-/// The C reference (Benchmarks/CReferences/randomuser-fetch.cpp), built with the system compiler.
+/// A C reference of Benchmarks/CReferences (randomuser-fetch.cpp, line-framer.c), built with the
+/// system compiler.
 struct CReference {
     let executable: String
 
-    static func build() throws -> CReference {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../CReferences/randomuser-fetch.cpp").standardized.path
+    static func build(_ file: String, libraries: [String] = []) throws -> CReference {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../CReferences/\(file)").standardized.path
         let directory = NSTemporaryDirectory() + "feedd-bench-reference-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let executable = directory + "/randomuser-fetch"
-        let (status, _, errors) = try ChildProcess.run("/usr/bin/c++", ["-O2", "-std=c++17", source, "-lcurl", "-lsimdjson", "-o", executable])
-        guard status == 0 else { throw TestFailure("building the C reference failed: \(errors)") }
+        let executable = directory + "/" + URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+        let (compiler, standard) = file.hasSuffix(".c") ? ("/usr/bin/cc", "-std=c11") : ("/usr/bin/c++", "-std=c++17")
+        let (status, _, errors) = try ChildProcess.run(compiler, ["-O2", standard, source] + libraries.map { "-l\($0)" } + ["-o", executable])
+        guard status == 0 else { throw TestFailure("building the C reference \(file) failed: \(errors)") }
         return CReference(executable: executable)
+    }
+
+    /// Lines per second line-framer.c frames out of the file at `path`.
+    func frameLines(of path: String) throws -> Double {
+        let (status, output, errors) = try ChildProcess.run(executable, [path])
+        let fields = output.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+        guard status == 0, fields.count == 2, fields[1] > 0 else { throw TestFailure("the line framer failed: \(errors)") }
+        return fields[0] / fields[1]
     }
 
     /// CPU per page (ms) for `pages` pages after a warming one.

@@ -57,6 +57,7 @@ for run in 1...runs {
         record("fan-out to 1,000 followers: page deliveries", "pages/s", fanOut.pageDeliveriesPerSecond)
         record("fan-out: upstream answer to last follower (p50)", "ms", fanOut.publishToLastReceipt)
         record("fan-out: page line size", "bytes", Double(fanOut.samplePage.count))
+        record("fan-out: another client's ping p99 meanwhile", "ms", fanOut.pingP99)
         switch try RedisReference.fanOut(subscribers: subscribers, messages: 40, payload: fanOut.samplePage) {
         case .success(let redisBytesPerSecond):
             record("Redis pub/sub, same page, 1,000 subscribers", "MB/s", redisBytesPerSecond / 1e6)
@@ -76,6 +77,9 @@ for run in 1...runs {
         let large = try EngineScenarios.largeFile()
         record("1M-line file (\(large.fileBytes / 1_000_000) MB): first page after `after: 49000`", "ms", large.farPage)
         record("1M-line file: items/s a reader drains from page 1 (page_size 20, next with a count)", "items/s", large.readerItemsPerSecond)
+        record("drain: another client's ping p99 meanwhile", "ms", large.pingP99)
+        record("the same file framed by C (read + memchr, line-framer.c)", "lines/s", large.framedLinesPerSecond)
+        record("reader drain / C line framer", "×", large.readerItemsPerSecond / large.framedLinesPerSecond)
         record("1M-line file: items/s a follower drains from page 1 (page_size 20, prefetch 2)", "items/s", large.followerItemsPerSecond)
         let largePages = try EngineScenarios.largeFile(pageSize: 1_000)
         record("1M-line file: items/s a reader drains from page 1 (page_size 1000, next with a count)", "items/s", largePages.readerItemsPerSecond)
@@ -98,6 +102,7 @@ for run in 1...runs {
         record("meanwhile, prefetched nexts timed", "count", Double(storm.samples))
         record("daemon CPU per ack (with its next), all threads", "µs", storm.cpuPerAck)
         record("daemon CPU per ack (with its next), main thread", "µs", storm.mainThreadCPUPerAck)
+        record("ack storm: another client's ping p99 meanwhile", "ms", storm.pingP99)
     }
     if wanted("sharing") {
         let sharing = try Scenarios.upstreamSharing(clients: 100, pages: 20)
