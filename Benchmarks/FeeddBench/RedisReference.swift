@@ -13,24 +13,13 @@ enum RedisReference {
         }
         let directory = try TemporaryDirectory()
         let socketPath = directory.path("redis.sock")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: server)
-        process.arguments = [
-            "--port", "0", "--unixsocket", socketPath, "--save", "", "--appendonly", "no", "--maxclients", "20000",
-            "--client-output-buffer-limit", "pubsub 0 0 0", "--dir", directory.path,
-        ]
-        let (output, _) = try ChildProcess.launch(process)
-        let log = LogCollector()
-        log.collect(from: output)
-        defer {
-            // SIGKILL, not SIGTERM: the benchmark's code may run on a Dispatch worker thread (it
-            // does after the fleet scenario), which blocks SIGTERM, and a server started from it
-            // inherits the block: the second run of `feedd-bench` waited for it forever. It keeps
-            // nothing to save.
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        try log.waitForLine(containing: "ready to accept connections")
+        let redis = try ReferenceServer(
+            server,
+            [
+                "--port", "0", "--unixsocket", socketPath, "--save", "", "--appendonly", "no", "--maxclients", "20000",
+                "--client-output-buffer-limit", "pubsub 0 0 0", "--dir", directory.path,
+            ], ready: "ready to accept connections")
+        defer { redis.stop() }
 
         let connections = try (0..<subscribers).map { _ in try FeedConnection(path: socketPath) }
         for connection in connections { try connection.sendRaw(command(["SUBSCRIBE", "bench"])) }
@@ -60,5 +49,34 @@ enum RedisReference {
         var bytes = Array("*\(parts.count)\r\n".utf8)
         for part in parts { bytes += Array("$\(part.count)\r\n".utf8) + part + Array("\r\n".utf8) }
         return bytes
+    }
+}
+
+/// A reference server the benchmark starts, waits for until it prints its `ready` line, and kills.
+struct ReferenceServer {
+    private let process: Process
+
+    init(_ executable: String, _ arguments: [String], ready: String) throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let (output, _) = try ChildProcess.launch(process)
+        let log = LogCollector()
+        log.collect(from: output)
+        do {
+            try log.waitForLine(containing: ready)
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    /// SIGKILL, not SIGTERM: the benchmark's code may run on a Dispatch worker thread (it does
+    /// after the fleet scenario), which blocks SIGTERM, and a server started from it inherits the
+    /// block: the second run of `feedd-bench` waited for Redis forever. No reference keeps
+    /// anything to save.
+    func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
     }
 }

@@ -65,6 +65,9 @@ for run in 1...runs {
         case .failure(let reason):
             redisSkipped = reason.description
         }
+        let raw = try RawFanOut.bytesPerSecond(subscribers: subscribers, messages: 40, payload: fanOut.samplePage)
+        record("raw C fan-out, same page, 1,000 sockets (fanout-writer.c)", "MB/s", raw / 1e6)
+        record("feedd / raw C fan-out delivered bytes ratio", "×", fanOut.bytesPerSecond / raw)
     }
     if wanted("idle") {
         let idle = try Scenarios.idleConnections(10_000)
