@@ -79,8 +79,7 @@ extension HTTPFront {
                 access.acknowledge(reading, through: acknowledgement.page) { [self] result in
                     switch result {
                     case .success(let cursor):
-                        respond(exchange, .jsonObject { object in
-                            object.field("type", "ack")
+                        respond(exchange, .jsonObject(type: "ack") { object in
                             object.field("feed", feed)
                             object.field("consumer", acknowledgement.consumer)
                             object.field("page", cursor)

@@ -1,5 +1,6 @@
 import Foundation
 import FeedKit
+import FeedServer
 
 /// Gathers the pages of one `GET /v1/feeds/F/pages` from its reading: `count` pages, or fewer
 /// and then `end`, like `next`. A page the feed must fetch first is awaited (the request waits,
@@ -78,10 +79,10 @@ final class PageGathering: FeedEventSink {
     /// `{"feed","generation","pages":[…],"end"}`: each page is the object of its `page` line,
     /// sent from the feed's own bytes.
     nonisolated static func body(feed: String, pages: [DeliveredPage], generation: Int, end: Bool) -> [PageBytes] {
-        var head = JSONObjectWriter()
+        var head = Message()
         head.field("feed", feed)
         head.field("generation", generation)
-        var pieces = [PageBytes(head.finish().dropLast() + Array(#","pages":["#.utf8))]
+        var pieces = [PageBytes(head.openBody() + Array(#","pages":["#.utf8))]
         for (index, page) in pages.enumerated() {
             pieces.append(page.openBody)
             pieces.append(index == pages.count - 1 ? Closings.last : Closings.between)
