@@ -91,6 +91,16 @@ final class PageGathering: FeedEventSink {
         return pieces
     }
 
+    /// The body of a one-page answer as one piece, made once per page (and `end`): the answer a
+    /// reader scrolling page by page gets, which libmicrohttpd sends in the write of its header.
+    static func onePageBody(feed: String, page: DeliveredPage, end: Bool) -> PageBytes {
+        onePageAnswers.bytes(for: page.openBody, variant: end) {
+            body(feed: feed, pages: [page], generation: page.generation, end: end).reduce(into: []) { $0.append(contentsOf: $1.buffer) }
+        }
+    }
+
+    private static var onePageAnswers = PageMemo(capacity: 16)
+
     /// The bytes between and after the pages, shared by every answer.
     private enum Closings {
         static let between = PageBytes(Array("},".utf8))
