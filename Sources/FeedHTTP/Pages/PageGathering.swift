@@ -95,7 +95,11 @@ final class PageGathering: FeedEventSink {
     /// reader scrolling page by page gets, which libmicrohttpd sends in the write of its header.
     static func onePageBody(feed: String, page: DeliveredPage, end: Bool) -> PageBytes {
         onePageAnswers.bytes(for: page.openBody, variant: end) {
-            body(feed: feed, pages: [page], generation: page.generation, end: end).reduce(into: []) { $0.append(contentsOf: $1.buffer) }
+            let pieces = body(feed: feed, pages: [page], generation: page.generation, end: end)
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(pieces.reduce(0) { $0 + $1.count })
+            for piece in pieces { bytes.append(contentsOf: piece.buffer) }
+            return bytes
         }
     }
 
