@@ -217,9 +217,7 @@ extension HTTPExchange {
         if response == nil { Unmanaged<KeptPieces>.fromOpaque(kept).release() }
         return response
     }
-}
 
-extension HTTPExchange {
     /// A response that sends `bytes` as they are. Unlike pieces, one buffer goes out in the same
     /// write as the header: one send, one segment on TCP, one wake-up of the client.
     fileprivate static func response(sending bytes: PageBytes) -> OpaquePointer? {
