@@ -152,8 +152,8 @@ enum HTTPScenarios {
             guard count > 0 else { break }
             received += buffer[0..<count]
             // The page's data line and the blank line after it end its event.
-            if let start = received.firstRange(of: last)?.upperBound, let end = received[start...].firstRange(of: Array("\n\n".utf8)) {
-                return end.upperBound
+            if let start = offset(after: last, in: received), let end = offset(after: Array("\n\n".utf8), in: received, from: start) {
+                return end
             }
         }
         throw TestFailure("one event stream did not bring \(pages) pages")
@@ -200,21 +200,38 @@ private struct KeepAliveReader {
     mutating func get(_ path: String) throws -> [UInt8] {
         let request = Array("GET \(path) HTTP/1.1\r\nHost: bench\r\n\r\n".utf8)
         _ = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+        // The answer's header, read once: where the body starts and how long it is.
+        var body: (start: Int, length: Int)?
         while true {
-            if let headerEnd = pending.firstRange(of: Array("\r\n\r\n".utf8)) {
-                let head = String(decoding: pending[..<headerEnd.lowerBound], as: UTF8.self).lowercased()
+            if body == nil, let headerEnd = offset(after: Array("\r\n\r\n".utf8), in: pending) {
+                let head = String(decoding: pending[..<headerEnd], as: UTF8.self).lowercased()
                 guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
                     let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
                 else { throw TestFailure("no Content-Length in \(head)") }
-                if pending.count >= headerEnd.upperBound + length {
-                    let body = Array(pending[headerEnd.upperBound..<(headerEnd.upperBound + length)])
-                    pending.removeFirst(headerEnd.upperBound + length)
-                    return body
-                }
+                body = (headerEnd, length)
+            }
+            if let (start, length) = body, pending.count >= start + length {
+                let bytes = Array(pending[start..<(start + length)])
+                pending.removeFirst(start + length)
+                return bytes
             }
             let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
             guard count > 0 else { throw TestFailure("the connection closed") }
             pending += buffer[0..<count]
         }
     }
+}
+
+/// Where the first `needle` in `bytes` at or after `start` ends. A plain loop: the generic
+/// `firstRange(of:)`, unspecialised from another module, takes 0.1 ms to find a page answer's
+/// header end 190 bytes in, which would be timed as the daemon's.
+private func offset(after needle: [UInt8], in bytes: [UInt8], from start: Int = 0) -> Int? {
+    var index = start
+    while index + needle.count <= bytes.count {
+        var matched = 0
+        while matched < needle.count, bytes[index + matched] == needle[matched] { matched += 1 }
+        if matched == needle.count { return index + needle.count }
+        index += 1
+    }
+    return nil
 }

@@ -42,8 +42,7 @@ extension HTTPFront {
             switch result {
             case .success(let generation):
                 logger.forFeed(feed).info("refreshed over HTTP: generation \(generation)")
-                respond(exchange, .jsonObject { object in
-                    object.field("type", "refreshed")
+                respond(exchange, .jsonObject(type: "refreshed") { object in
                     object.field("feed", feed)
                     object.field("generation", generation)
                 })

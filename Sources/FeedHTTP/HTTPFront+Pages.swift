@@ -50,7 +50,11 @@ extension HTTPFront {
             let tag = PageGathering.entityTag(generation: generation, after: after, pages: pages, end: end)
             if PageGathering.matches(exchange.header("If-None-Match"), tag) { return .notModified(etag: tag) }
             var answer = HTTPAnswer.json([])
-            answer.body = .pieces(PageGathering.body(feed: feed, pages: pages, generation: generation, end: end))
+            if pages.count == 1 {
+                answer.body = .pieces([PageGathering.onePageBody(feed: feed, page: pages[0], end: end)])
+            } else {
+                answer.body = .pieces(PageGathering.body(feed: feed, pages: pages, generation: generation, end: end))
+            }
             answer.header("ETag", tag)
             // Stored, but checked again each time: the next request may bring more.
             answer.setHeader("Cache-Control", "no-cache")
@@ -79,8 +83,7 @@ extension HTTPFront {
                 access.acknowledge(reading, through: acknowledgement.page) { [self] result in
                     switch result {
                     case .success(let cursor):
-                        respond(exchange, .jsonObject { object in
-                            object.field("type", "ack")
+                        respond(exchange, .jsonObject(type: "ack") { object in
                             object.field("feed", feed)
                             object.field("consumer", acknowledgement.consumer)
                             object.field("page", cursor)

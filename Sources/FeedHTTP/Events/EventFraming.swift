@@ -1,5 +1,6 @@
 import Foundation
 import FeedKit
+import FeedServer
 
 /// The Server-Sent Events of a feed (SPEC §11). Every event that moves the reading has an `id`
 /// of `GENERATION:PAGE`, the point a reconnecting `EventSource` resumes after (it sends the last
@@ -15,16 +16,14 @@ enum EventFraming {
     static let pageTail = PageBytes(Array("}\n\n".utf8))
 
     static func refreshed(feed: String, generation: Int) -> [UInt8] {
-        event("refreshed", id: "\(generation):0") { object in
-            object.field("type", "refreshed")
+        event("refreshed", type: "refreshed", id: "\(generation):0") { object in
             object.field("feed", feed)
             object.field("generation", generation)
         }
     }
 
     static func end(feed: String, generation: Int, page: Int) -> [UInt8] {
-        event("end", id: "\(generation):\(page)") { object in
-            object.field("type", "end")
+        event("end", type: "end", id: "\(generation):\(page)") { object in
             object.field("feed", feed)
             object.field("page", page)
         }
@@ -32,8 +31,7 @@ enum EventFraming {
 
     /// The feed's source is failing; no id, since the reading has not moved.
     static func upstream(feed: String, message: String, retryIn: Duration) -> [UInt8] {
-        event("upstream", id: nil) { object in
-            object.field("type", "error")
+        event("upstream", type: "error", id: nil) { object in
             object.field("code", "upstream")
             object.field("message", message)
             object.field("feed", feed)
@@ -43,8 +41,7 @@ enum EventFraming {
 
     /// The last event of a stream the daemon ends.
     static func bye(code: String, message: String) -> [UInt8] {
-        event("bye", id: nil) { object in
-            object.field("type", "bye")
+        event("bye", type: "bye", id: nil) { object in
             object.field("reason", code)
             object.field("message", message)
         }
@@ -52,13 +49,13 @@ enum EventFraming {
 
     static let keepAlive: [UInt8] = Array(": keep-alive\n\n".utf8)
 
-    private static func event(_ name: String, id: String?, _ write: (inout JSONObjectWriter) -> Void) -> [UInt8] {
-        var object = JSONObjectWriter()
+    private static func event(_ name: String, type: StaticString, id: String?, _ write: (inout Message) -> Void) -> [UInt8] {
+        var object = Message(type: type)
         write(&object)
         var bytes = Array("event: \(name)\n".utf8)
         if let id { bytes += Array("id: \(id)\n".utf8) }
         bytes += Array("data: ".utf8)
-        bytes += object.finish()
+        bytes += object.object()
         bytes += Array("\n\n".utf8)
         return bytes
     }

@@ -130,12 +130,16 @@ final class EventStream: FeedEventSink {
         queue = OutgoingQueue()
     }
 
-    func makeResponse(connection: OpaquePointer, daemon: MicroHTTPDaemon) -> OpaquePointer? {
+    /// The response that sends the stream; `chunked` as libmicrohttpd will send it (HTTP/1.1).
+    func makeResponse(connection: OpaquePointer, daemon: MicroHTTPDaemon, chunked: Bool) -> OpaquePointer? {
         self.connection = connection
         self.daemon = daemon
         // The response keeps the stream until libmicrohttpd destroys it.
         let context = Unmanaged.passRetained(self).toOpaque()
-        let response = MHD_create_response_from_callback(UInt64.max, 4096, Self.read, context, Self.release)
+        // libmicrohttpd fills an unchunked stream (HTTP/1.0) into the response's own block, a
+        // chunked one into the connection's buffer: the block is never used, and so kept small.
+        let blockSize = chunked ? 64 : 4096
+        let response = MHD_create_response_from_callback(UInt64.max, blockSize, Self.read, context, Self.release)
         if response == nil { Unmanaged<EventStream>.fromOpaque(context).release() }
         return response
     }
@@ -157,11 +161,13 @@ final class EventStream: FeedEventSink {
 
     private static let endOfStream = MHD_CONTENT_READER_END_OF_STREAM
 
-    // Called from inside `MHD_run`, on the main actor (see MicroHTTPDaemon).
+    // Called from inside `MHD_run`, on the main actor (see MicroHTTPDaemon). The response holds
+    // the stream (``makeResponse``) for as long as it can be called, so the call need not: a
+    // stream is weakly referenced (by its reading), and retaining such an object is slow.
     private static let read: MHD_ContentReaderCallback = { context, _, buffer, capacity in
         nonisolated(unsafe) let call = (context!, buffer!)
         return MainActor.assumeIsolated {
-            Unmanaged<EventStream>.fromOpaque(call.0).takeUnretainedValue().fill(call.1, capacity: capacity)
+            Unmanaged<EventStream>.fromOpaque(call.0)._withUnsafeGuaranteedRef { $0.fill(call.1, capacity: capacity) }
         }
     }
 
@@ -219,17 +225,13 @@ struct OutgoingQueue {
     }
 }
 
-/// The head of the page event last framed, shared by every stream it goes to: a page reaches
-/// a thousand followers one after another, and each would otherwise allocate the same bytes.
+/// The heads of page events, shared by every stream they go to: a page reaches a thousand
+/// followers one after another, and each would otherwise allocate the same bytes.
 @MainActor
 enum PageHeads {
-    /// The page's body is kept with its head, so that no other page's can take its address.
-    private static var last: (body: PageBytes, head: PageBytes)?
+    private static var heads = PageMemo(capacity: 16)
 
     static func head(of page: DeliveredPage) -> PageBytes {
-        if let last, last.body === page.openBody { return last.head }
-        let head = PageBytes(EventFraming.pageHead(generation: page.generation, page: page.number))
-        last = (page.openBody, head)
-        return head
+        heads.bytes(for: page.openBody) { EventFraming.pageHead(generation: page.generation, page: page.number) }
     }
 }

@@ -1,4 +1,5 @@
 import FeedKit
+import FeedServer
 
 /// An answer to one request, before it is handed to libmicrohttpd: a status, header fields and a
 /// body, or a stream of Server-Sent Events.
@@ -29,16 +30,16 @@ struct HTTPAnswer {
         return answer
     }
 
-    /// A JSON object written by `write`, which writes its fields after the opening brace.
-    static func jsonObject(status: Int = 200, _ write: (inout JSONObjectWriter) -> Void) -> HTTPAnswer {
-        var object = JSONObjectWriter()
+    /// A JSON object written by `write`, which writes its fields after `type` (if given): the
+    /// object of the socket protocol's line of that type.
+    static func jsonObject(status: Int = 200, type: StaticString? = nil, _ write: (inout Message) -> Void) -> HTTPAnswer {
+        var object = type.map { Message(type: $0) } ?? Message()
         write(&object)
-        return json(object.finish(), status: status)
+        return json(object.object(), status: status)
     }
 
     static func error(_ error: HTTPError) -> HTTPAnswer {
-        var answer = jsonObject(status: error.status) { object in
-            object.field("type", "error")
+        var answer = jsonObject(status: error.status, type: "error") { object in
             object.field("code", error.code)
             object.field("message", error.message)
             if let feed = error.feed { object.field("feed", feed) }
@@ -127,52 +128,5 @@ struct HTTPError: Error {
         let seconds = max(1, (retryIn.wholeMilliseconds + 999) / 1000)
         return HTTPError(
             status: 503, code: "upstream", message: message, feed: feed, retryIn: retryIn, headers: [("Retry-After", String(seconds))])
-    }
-}
-
-/// Writes one JSON object field by field: `{"a":1,"b":"x"}`.
-struct JSONObjectWriter {
-    private(set) var writer = JSONWriter(reservingCapacity: 256)
-    private var isEmpty = true
-
-    init() {
-        writer.raw(UInt8(ascii: "{"))
-    }
-
-    private mutating func key(_ key: StaticString) {
-        if !isEmpty { writer.raw(UInt8(ascii: ",")) }
-        isEmpty = false
-        writer.key(key)
-    }
-
-    mutating func field(_ name: StaticString, _ value: String) {
-        key(name)
-        writer.string(value)
-    }
-
-    mutating func field(_ name: StaticString, _ value: Int) {
-        key(name)
-        writer.number(value)
-    }
-
-    mutating func field(_ name: StaticString, _ value: Bool) {
-        key(name)
-        writer.raw(value ? "true" : "false")
-    }
-
-    mutating func field(_ name: StaticString, _ value: JSONValue) {
-        key(name)
-        writer.value(value)
-    }
-
-    /// A field whose value `write` writes as raw bytes.
-    mutating func field(_ name: StaticString, raw write: (inout JSONWriter) -> Void) {
-        key(name)
-        write(&writer)
-    }
-
-    consuming func finish() -> [UInt8] {
-        writer.raw(UInt8(ascii: "}"))
-        return writer.bytes
     }
 }

@@ -33,6 +33,8 @@ final class HTTPExchange {
     let method: String
     /// The path, percent-decoded by libmicrohttpd, without the query.
     let path: String
+    /// An HTTP/1.0 request, whose answer of unknown length is sent unchunked, until the end.
+    let isHTTP10: Bool
     private(set) var state = State.receiving
     private(set) var body: [UInt8] = []
     /// Set when the body grew past the limit: it is dropped, and the request answered 413.
@@ -50,11 +52,12 @@ final class HTTPExchange {
     /// The daemon serving the connection, which must run after the connection is resumed.
     unowned let daemon: MicroHTTPDaemon
 
-    init(connection: OpaquePointer, method: String, path: String, daemon: MicroHTTPDaemon, counters: HTTPCounters) {
+    init(connection: OpaquePointer, method: String, path: String, isHTTP10: Bool, daemon: MicroHTTPDaemon, counters: HTTPCounters) {
         self.connection = connection
         self.daemon = daemon
         self.method = method
         self.path = path
+        self.isHTTP10 = isHTTP10
         self.counters = counters
     }
 
@@ -190,7 +193,7 @@ final class HTTPExchange {
             counters.bytesSent += pieces.reduce(0) { $0 + $1.count }
             response = Self.response(sending: pieces)
         case .events(let stream):
-            response = stream.makeResponse(connection: connection, daemon: daemon)
+            response = stream.makeResponse(connection: connection, daemon: daemon, chunked: !isHTTP10)
         }
         guard let response else {
             // Out of memory: libmicrohttpd closes the connection when no answer is queued.
@@ -205,12 +208,25 @@ final class HTTPExchange {
 extension HTTPExchange {
     /// A response that sends `pieces` as they are; it keeps them until libmicrohttpd is done.
     fileprivate static func response(sending pieces: [PageBytes]) -> OpaquePointer? {
+        if pieces.count == 1 { return response(sending: pieces[0]) }
         let vectors = pieces.map { MHD_IoVec(iov_base: $0.buffer.baseAddress, iov_len: $0.count) }
         let kept = Unmanaged.passRetained(KeptPieces(pieces)).toOpaque()
         let response = MHD_create_response_from_iovec(vectors, UInt32(vectors.count), { kept in
             Unmanaged<KeptPieces>.fromOpaque(kept!).release()
         }, kept)
         if response == nil { Unmanaged<KeptPieces>.fromOpaque(kept).release() }
+        return response
+    }
+
+    /// A response that sends `bytes` as they are. Unlike pieces, one buffer goes out in the same
+    /// write as the header: one send, one segment on TCP, one wake-up of the client.
+    fileprivate static func response(sending bytes: PageBytes) -> OpaquePointer? {
+        let kept = Unmanaged.passRetained(bytes).toOpaque()
+        let response = MHD_create_response_from_buffer_with_free_callback_cls(
+            bytes.count, UnsafeMutableRawPointer(mutating: bytes.buffer.baseAddress), { kept in
+                Unmanaged<PageBytes>.fromOpaque(kept!).release()
+            }, kept)
+        if response == nil { Unmanaged<PageBytes>.fromOpaque(kept).release() }
         return response
     }
 }

@@ -131,22 +131,23 @@ final class MicroHTTPDaemon {
 
     // libmicrohttpd calls back only from inside `MHD_run`, which ``run()`` calls on the main
     // actor; the pointers it passes are valid for the call.
-    private static let access: MHD_AccessHandlerCallback = { context, connection, url, method, _, uploadData, uploadSize, requestContext in
-        nonisolated(unsafe) let call = (context, connection!, url, method, uploadData, uploadSize!, requestContext!)
+    private static let access: MHD_AccessHandlerCallback = { context, connection, url, method, version, uploadData, uploadSize, requestContext in
+        nonisolated(unsafe) let call = (context, connection!, url, method, version, uploadData, uploadSize!, requestContext!)
         return MainActor.assumeIsolated {
-            daemon(call.0).access(connection: call.1, url: call.2, method: call.3, uploadData: call.4, uploadSize: call.5, requestContext: call.6)
+            daemon(call.0).access(
+                connection: call.1, url: call.2, method: call.3, version: call.4, uploadData: call.5, uploadSize: call.6, requestContext: call.7)
         }
     }
 
     private func access(
-        connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, uploadData: UnsafePointer<CChar>?,
-        uploadSize: UnsafeMutablePointer<Int>, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+        connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
+        uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         guard let handler else { return .NO }
         guard let stored = requestContext.pointee else {
             let exchange = HTTPExchange(
                 connection: connection, method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
-                daemon: self, counters: counters)
+                isHTTP10: version.map { strcmp($0, MHD_HTTP_VERSION_1_0) == 0 } ?? false, daemon: self, counters: counters)
             // Released when libmicrohttpd says the request is over.
             requestContext.pointee = Unmanaged.passRetained(exchange).toOpaque()
             exchange.duringCall(receivingBody: false) { handler.requestBegan(exchange) }

@@ -1,5 +1,6 @@
 import Foundation
 import FeedKit
+import FeedServer
 
 /// Gathers the pages of one `GET /v1/feeds/F/pages` from its reading: `count` pages, or fewer
 /// and then `end`, like `next`. A page the feed must fetch first is awaited (the request waits,
@@ -78,10 +79,10 @@ final class PageGathering: FeedEventSink {
     /// `{"feed","generation","pages":[…],"end"}`: each page is the object of its `page` line,
     /// sent from the feed's own bytes.
     nonisolated static func body(feed: String, pages: [DeliveredPage], generation: Int, end: Bool) -> [PageBytes] {
-        var head = JSONObjectWriter()
+        var head = Message()
         head.field("feed", feed)
         head.field("generation", generation)
-        var pieces = [PageBytes(head.finish().dropLast() + Array(#","pages":["#.utf8))]
+        var pieces = [PageBytes(head.openBody() + Array(#","pages":["#.utf8))]
         for (index, page) in pages.enumerated() {
             pieces.append(page.openBody)
             pieces.append(index == pages.count - 1 ? Closings.last : Closings.between)
@@ -89,6 +90,20 @@ final class PageGathering: FeedEventSink {
         pieces.append(end ? Closings.ended : Closings.notEnded)
         return pieces
     }
+
+    /// The body of a one-page answer as one piece, made once per page (and `end`): the answer a
+    /// reader scrolling page by page gets, which libmicrohttpd sends in the write of its header.
+    static func onePageBody(feed: String, page: DeliveredPage, end: Bool) -> PageBytes {
+        onePageAnswers.bytes(for: page.openBody, variant: end) {
+            let pieces = body(feed: feed, pages: [page], generation: page.generation, end: end)
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(pieces.reduce(0) { $0 + $1.count })
+            for piece in pieces { bytes.append(contentsOf: piece.buffer) }
+            return bytes
+        }
+    }
+
+    private static var onePageAnswers = PageMemo(capacity: 16)
 
     /// The bytes between and after the pages, shared by every answer.
     private enum Closings {

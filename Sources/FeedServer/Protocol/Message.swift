@@ -1,67 +1,85 @@
 import FeedEngine
 import FeedKit
 
-/// Builds one outgoing line: `{"type":"…", fields…, "id":…}\n`.
-struct Message {
+/// Builds one JSON object field by field: an outgoing line `{"type":"…", fields…, "id":…}\n`
+/// of the socket protocol, or the same object as the HTTP front's body or event data
+/// (``object()``), with or without a `type`.
+package struct Message {
     private var writer: JSONWriter
+    private var isEmpty: Bool
 
-    init(type: StaticString, capacity: Int = 128) {
+    package init(type: StaticString, capacity: Int = 128) {
         writer = JSONWriter(reservingCapacity: capacity)
         writer.raw("{\"type\":\"")
         writer.raw(type)
         writer.raw(UInt8(ascii: "\""))
+        isEmpty = false
     }
 
-    mutating func field(_ key: StaticString, _ value: String) {
+    /// An object with no `type`: `{}` until fields are added.
+    package init(capacity: Int = 256) {
+        writer = JSONWriter(reservingCapacity: capacity)
+        writer.raw(UInt8(ascii: "{"))
+        isEmpty = true
+    }
+
+    package mutating func field(_ key: StaticString, _ value: String) {
         next(key)
         writer.string(value)
     }
 
-    mutating func field(_ key: StaticString, _ value: String?) {
+    package mutating func field(_ key: StaticString, _ value: String?) {
         next(key)
         if let value { writer.string(value) } else { writer.raw("null") }
     }
 
-    mutating func field(_ key: StaticString, _ value: Int) {
+    package mutating func field(_ key: StaticString, _ value: Int) {
         next(key)
         writer.number(value)
     }
 
-    mutating func field(_ key: StaticString, _ value: Bool) {
+    package mutating func field(_ key: StaticString, _ value: Bool) {
         next(key)
         writer.raw(value ? "true" : "false")
     }
 
-    mutating func field(_ key: StaticString, _ value: JSONValue) {
+    package mutating func field(_ key: StaticString, _ value: JSONValue) {
         next(key)
         writer.value(value)
     }
 
-    mutating func field(_ key: StaticString, strings: [String]) {
+    package mutating func field(_ key: StaticString, strings: [String]) {
         next(key)
         writer.value(.array(strings.map(JSONValue.string)))
     }
 
     /// A field whose value the caller writes with `write`.
-    mutating func field(_ key: StaticString, write: (inout JSONWriter) -> Void) {
+    package mutating func field(_ key: StaticString, write: (inout JSONWriter) -> Void) {
         next(key)
         write(&writer)
     }
 
     private mutating func next(_ key: StaticString) {
-        writer.raw(UInt8(ascii: ","))
+        if !isEmpty { writer.raw(UInt8(ascii: ",")) }
+        isEmpty = false
         writer.key(key)
     }
 
     /// The finished line, with the request's id where it answers one.
-    consuming func line(replyTo id: RequestID?) -> [UInt8] {
+    package consuming func line(replyTo id: RequestID?) -> [UInt8] {
         writer.bytes.append(contentsOf: Message.closing(replyTo: id))
         return writer.bytes
     }
 
     /// The body without its closing brace: for a line sent to many connections, each of which may
     /// add its own `id` (see ``closing(replyTo:)``).
-    consuming func openBody() -> [UInt8] { writer.bytes }
+    package consuming func openBody() -> [UInt8] { writer.bytes }
+
+    /// The object alone, closed, with no newline and no `id`.
+    package consuming func object() -> [UInt8] {
+        writer.raw(UInt8(ascii: "}"))
+        return writer.bytes
+    }
 
     /// `}\n`, or `,"id":…}\n` for a reply.
     static func closing(replyTo id: RequestID?) -> [UInt8] {
