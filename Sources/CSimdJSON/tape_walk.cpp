@@ -157,62 +157,90 @@ private:
     }
 };
 
-// What a tape word's type means to a check: how many words it takes, how it moves the depth.
-struct Step {
-    uint8_t words;
-    int8_t depth;
-};
-
-constexpr std::array<Step, 256> steps = [] {
-    std::array<Step, 256> table{};
-    for (size_t type = 0; type < table.size(); type++) table[type] = Step{uint8_t(type == 'l' || type == 'u' || type == 'd' ? 2 : 1), 0};
-    table['{'].depth = table['['].depth = 1;
-    table['}'].depth = table[']'].depth = -1;
+// How many tape words a scalar of each type takes.
+constexpr std::array<uint8_t, 256> scalar_words = [] {
+    std::array<uint8_t, 256> table{};
+    for (size_t type = 0; type < table.size(); type++) table[type] = type == 'l' || type == 'u' || type == 'd' ? 2 : 1;
     return table;
 }();
 
 // A check of the tape alone, for a text that needs no index: whether it nests deeper than
-// `max_depth`, or an object of two members or more names one twice (its names are found by
-// stepping from member to member over the values between). Branch-free but for objects: a
-// one-line text is mostly a handful of words of unpredictable types.
-Outcome check_tape(const dom::parser &parser, size_t max_depth) {
-    const uint64_t *tape = parser.doc.tape.get();
-    const uint8_t *strings = parser.doc.string_buf.get();
-    size_t end = size_t(tape[0] & payload_mask) - 1;
-    auto name = [strings](uint64_t word) {
-        uint32_t size;
-        std::memcpy(&size, strings + (word & payload_mask), sizeof size);
-        return std::string_view(reinterpret_cast<const char *>(strings + (word & payload_mask) + sizeof size), size);
-    };
-    long depth = 0;
-    long deepest = 0;
-    for (size_t at = 1; at < end;) {
-        uint64_t word = tape[at];
-        Step step = steps[word >> 56];
-        depth += step.depth;
-        deepest = depth > deepest ? depth : deepest;
-        if ((word >> 56) == '{' && ((word >> 32) & 0xFFFFFF) >= 2) {
-            Names names;
-            std::unique_ptr<std::unordered_set<std::string_view>> seen;
-            size_t close = size_t(word & 0xFFFFFFFF) - 1;
-            for (size_t member = at + 1; member < close;) {
-                if (names.repeated(name(tape[member]), 0, seen)) return Outcome{TAPE_ERROR, "an object has two members of the same name", nullptr};
-                uint64_t value = tape[member + 1];
-                bool container = (value >> 56) == '{' || (value >> 56) == '[';
-                member = container ? size_t(value & 0xFFFFFFFF) : member + 1 + steps[value >> 56].words;
+// `max_depth`, or an object names a member twice. It steps from value to value in each
+// container and descends into the containers among them (at most `max_depth` calls deep, as the
+// On-Demand walk does), so it reads each word once and keeps a small object's names on the stack.
+class TapeCheck {
+public:
+    TapeCheck(const dom::parser &parser, size_t max_depth) : tape(parser.doc.tape.get()), strings(parser.doc.string_buf.get()), max_depth(max_depth) {}
+
+    Outcome run() const {
+        uint8_t type = uint8_t(tape[1] >> 56);
+        return type == '{' || type == '[' ? container(1, 1) : Outcome{};
+    }
+
+private:
+    // An object of up to this many members (most records) compares each name with those before
+    // it; a larger one keeps them in a hash set.
+    static constexpr size_t few_members = 16;
+    const uint64_t *tape;
+    const uint8_t *strings;
+    size_t max_depth;
+
+    // Checks the array or object whose opening word is at `open`, `depth` deep.
+    Outcome container(size_t open, size_t depth) const {
+        if (depth > max_depth) return Outcome{DEPTH_ERROR, nullptr, nullptr};
+        bool object = uint8_t(tape[open] >> 56) == '{';
+        size_t members = size_t((tape[open] >> 32) & 0xFFFFFF);
+        size_t close = size_t(tape[open] & 0xFFFFFFFF) - 1;
+        // Where each name before this one is in the string buffer; not initialised, as only the
+        // first `count` are read.
+        const uint8_t *names[few_members];
+        std::unique_ptr<std::unordered_set<std::string_view>> many;
+        if (object && members > few_members) many = std::make_unique<std::unordered_set<std::string_view>>();
+        for (size_t at = open + 1, count = 0; at < close; count++) {
+            if (object) {
+                if (repeated(strings + (tape[at] & payload_mask), names, count, many.get())) return Outcome{TAPE_ERROR, "an object has two members of the same name", nullptr};
+                at++;
+            }
+            uint8_t type = uint8_t(tape[at] >> 56);
+            if (type == '{' || type == '[') {
+                Outcome inner = container(at, depth + 1);
+                if (inner.error) return inner;
+                at = size_t(tape[at] & 0xFFFFFFFF);
+            } else {
+                at += scalar_words[type];
             }
         }
-        at += step.words;
+        return Outcome{};
     }
-    return size_t(deepest) > max_depth ? Outcome{DEPTH_ERROR, nullptr, nullptr} : Outcome{};
-}
+
+    // The string at `stored` in the string buffer: a 32-bit length, then the bytes.
+    static std::string_view string(const uint8_t *stored) {
+        uint32_t size;
+        std::memcpy(&size, stored, sizeof size);
+        return std::string_view(reinterpret_cast<const char *>(stored + sizeof size), size);
+    }
+
+    // Whether the name at `stored`, the object's member number `count`, repeats one of the
+    // names before it, which are in `names` (or in `many` for a large object); notes it.
+    static bool repeated(const uint8_t *stored, const uint8_t **names, size_t count, std::unordered_set<std::string_view> *many) {
+        if (many) return !many->insert(string(stored)).second;
+        uint32_t size;
+        std::memcpy(&size, stored, sizeof size);
+        for (size_t before = 0; before < count; before++) {
+            // The length first: it is where two names mostly differ.
+            if (std::memcmp(names[before], stored, sizeof size) == 0 && std::memcmp(names[before] + sizeof size, stored + sizeof size, size) == 0) return true;
+        }
+        names[count] = stored;
+        return false;
+    }
+};
 
 }  // namespace
 
 Outcome walk_tape(dom::parser &parser, const uint8_t *text, size_t length, size_t max_depth, Index *index) {
     dom::element root;
     if (auto error = parser.parse(text, length, false).get(root)) return Outcome{error, nullptr, nullptr};
-    if (!index) return check_tape(parser, max_depth);
+    if (!index) return TapeCheck(parser, max_depth).run();
     index->reserve(length / 8 + 4);
     return TapeWalk(parser, text, length, max_depth, index).run();
 }

@@ -51,6 +51,35 @@ public struct Item: Sendable, Hashable {
         }
     }
 
+    /// Writes `items` as a page line's `items`: `[{"id":…,"feed":…,"data":…},…]`, with `feed`
+    /// only for an item taken from another feed, and the data encoded (a value) or copied (JSON
+    /// text). Here, beside the storage, so that each item is read where it lies in the array: a
+    /// caller in another module copies every item out of the array to read it, and destroys
+    /// the copy after.
+    package static func write(_ items: [Item], to writer: inout JSONWriter) {
+        writer.raw(UInt8(ascii: "["))
+        for index in items.indices {
+            if index > 0 { writer.raw(UInt8(ascii: ",")) }
+            writer.raw("{\"id\":")
+            writer.string(items[index].id)
+            if let feed = items[index].feed {
+                writer.raw(",\"feed\":")
+                writer.string(feed)
+            }
+            writer.raw(",\"data\":")
+            items[index].writeData(to: &writer)
+            writer.raw(UInt8(ascii: "}"))
+        }
+        writer.raw(UInt8(ascii: "]"))
+    }
+
+    /// About how many bytes ``write(_:to:)`` writes for `items`, to size a page's buffer.
+    package static func estimatedSize(of items: [Item]) -> Int {
+        var size = 2
+        for index in items.indices { size += 32 + items[index].id.utf8.count + items[index].estimatedDataSize }
+        return size
+    }
+
     /// Writes the data: a value encoded, JSON text copied.
     package func writeData(to writer: inout JSONWriter) {
         switch storage {
@@ -59,8 +88,8 @@ public struct Item: Sendable, Hashable {
         }
     }
 
-    /// About how many bytes the data takes as JSON, to size a page's buffer.
-    package var estimatedDataSize: Int {
+    /// About how many bytes the data takes as JSON.
+    private var estimatedDataSize: Int {
         switch storage {
         case .value: 128
         case .text(let text): text.bytes.count

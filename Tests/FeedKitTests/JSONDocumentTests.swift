@@ -96,6 +96,25 @@ import Testing
         #expect(RawJSON(validating: Array("[1,\r\n2]".utf8)) == nil, "a line break")
     }
 
+    @Test func a_text_checked_without_an_index_refuses_every_repeated_name_and_only_those() {
+        let many = (0..<40).map { #""k\#($0)":\#($0)"# }
+        #expect(RawJSON(validating: Array(("{" + many.joined(separator: ",") + "}").utf8)) != nil)
+        #expect(RawJSON(validating: Array(("{" + (many + [#""k39":0"#]).joined(separator: ",") + "}").utf8)) == nil, "among many members")
+        #expect(RawJSON(validating: Array(#"{"name":1,"tags":2,"nam":3,"ame":4,"names":5}"#.utf8)) != nil, "names alike in length or bytes")
+        #expect(RawJSON(validating: Array(#"{"a":1,"b":[{"a":1},{"a":2,"b":3}],"c":{"a":{"a":3}}}"#.utf8)) != nil, "one name in several objects")
+        #expect(RawJSON(validating: Array(#"{"a":1,"b":{"x":[1,2],"y":{"z":{}}},"\u0061":2}"#.utf8)) == nil, "a repeat after a nested object")
+        #expect(RawJSON(validating: Array(#"[1,{"x":1,"y":[{"z":1,"z":2}]}]"#.utf8)) == nil, "a repeat inside an array")
+        #expect(RawJSON(validating: Array(#"{"":1,"":2}"#.utf8)) == nil, "two empty names")
+    }
+
+    @Test func a_text_checked_without_an_index_counts_objects_and_arrays_alike_in_its_depth() {
+        let half = JSONDocument.maximumDepth / 2
+        let (open, close) = (String(repeating: #"{"a":["#, count: half), String(repeating: "]}", count: half))
+        #expect(RawJSON(validating: Array((open + "1" + close).utf8)) != nil)
+        #expect(RawJSON(validating: Array((open + "{}" + close).utf8)) == nil)
+        #expect(RawJSON(validating: Array((open + "[]" + close).utf8)) == nil)
+    }
+
     @Test func the_tree_holds_the_same_values() throws {
         let text = #"{"a":true,"b":1,"c":1.5,"d":"x\n","e":null,"f":[1,false,{}],"g":-7}"#
         #expect(try Self.document(text).root.value == (try JSONValue(parsing: text)))

@@ -155,27 +155,11 @@ public struct PageLineEncoder: PageEncoder {
     public init() {}
 
     public func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes {
-        let capacity = items.reduce(256) { $0 + 32 + $1.id.utf8.count + $1.estimatedDataSize }
-        var line = Message(type: "page", capacity: capacity)
+        var line = Message(type: "page", capacity: 256 + Item.estimatedSize(of: items))
         line.field("feed", feed)
         line.field("generation", generation)
         line.field("page", number)
-        line.field("items") { writer in
-            writer.raw(UInt8(ascii: "["))
-            for (index, item) in items.enumerated() {
-                if index > 0 { writer.raw(UInt8(ascii: ",")) }
-                writer.raw("{\"id\":")
-                writer.string(item.id)
-                if let feed = item.feed {
-                    writer.raw(",\"feed\":")
-                    writer.string(feed)
-                }
-                writer.raw(",\"data\":")
-                item.writeData(to: &writer)
-                writer.raw(UInt8(ascii: "}"))
-            }
-            writer.raw(UInt8(ascii: "]"))
-        }
+        line.field("items") { Item.write(items, to: &$0) }
         line.field("last", isLast)
         return SharedBytes(line.line(replyTo: nil))
     }
