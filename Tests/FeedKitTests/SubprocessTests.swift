@@ -35,10 +35,12 @@ import TestSupport
         return true
     }
 
-    /// Starts a program and ends it, so that what Dispatch opens on first use is open before
-    /// descriptors are counted.
+    /// Starts a program, reads a line of it and ends it, so that what Dispatch opens on first use
+    /// (for a read with a timeout too) is open before descriptors are counted.
     static func warmUp() async throws {
-        _ = try await start("true").terminate()
+        let program = try await start("echo ready; exec sleep 600")
+        _ = await program.nextLine(timeout: .seconds(10))
+        _ = await program.terminate()
         #expect(await eventually { pluginThreads == 0 })
     }
 
