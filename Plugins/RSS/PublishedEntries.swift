@@ -54,7 +54,7 @@ final class PublishedEntries: Sendable {
     func makeBatch(_ number: Int, firstPage: Int, of entries: [Item], generation: Int) -> Batch? {
         state.withLock { state in
             prepare(&state, generation: generation)
-            var ids: Set<UInt64> = []
+            var ids = Set<UInt64>(minimumCapacity: entries.count)
             let fresh = entries.filter { item in
                 let hash = Self.hash(item.id)
                 return !state.seen.contains(hash) && ids.insert(hash).inserted

@@ -99,14 +99,17 @@ public struct RSSSource: SourceAdapter {
             throw SourceError.rejected("the document from \(url.absoluteString) is \(error.description)")
         }
         if polls { revalidation.remember(answer, from: url, generation: generation) }
-        return Self.newestFirst(entries).map(\.item)
+        return Self.itemsNewestFirst(entries)
     }
 
-    /// By `published`, else `updated`, newest first; undated entries last, in document order.
-    public static func newestFirst(_ entries: [FeedEntry]) -> [FeedEntry] {
-        // Sorted as (time, position) pairs, which compare without touching the entries.
-        let keys = entries.enumerated().map { (time: $1.time?.millisecondsSinceEpoch ?? .min, position: $0) }
-        return keys.sorted { $0.time != $1.time ? $0.time > $1.time : $0.position < $1.position }.map { entries[$0.position] }
+    /// The entries' items by `published`, else `updated`, newest first; undated entries last, in
+    /// document order.
+    public static func itemsNewestFirst(_ entries: [FeedEntry]) -> [Item] {
+        // Sorted as (time, position) pairs, which compare without touching the entries, and each
+        // entry copied once, straight into its item.
+        var keys = entries.enumerated().map { (time: $1.time?.millisecondsSinceEpoch ?? .min, position: $0) }
+        keys.sort { $0.time != $1.time ? $0.time > $1.time : $0.position < $1.position }
+        return keys.map { entries[$0.position].item }
     }
 
     /// `"B.P"`: batch B, page P; nil (page 1) is batch 1, page 1.

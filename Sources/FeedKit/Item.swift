@@ -151,6 +151,13 @@ extension Item {
 package enum StableHash {
     /// The 64-bit FNV-1a hash of `bytes`.
     package static func fnv1a64(_ bytes: some Sequence<UInt8>) -> UInt64 {
+        // Contiguous bytes (a native string's, an array's) go through the one loop compiled here,
+        // not a generic iterator call per byte in the caller's module.
+        bytes.withContiguousStorageIfAvailable(fnv1a64) ?? fnv1a64(Array(bytes))
+    }
+
+    /// The 64-bit FNV-1a hash of `bytes`.
+    package static func fnv1a64(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
             hash ^= UInt64(byte)

@@ -114,13 +114,13 @@ final class StoredPages {
     // MARK: Pages
 
     /// Makes the records of pages up to `number` durable, then calls `completion` (at once if they
-    /// are). `body`: page `number`'s own record, with its items, for a source that cannot fetch it again.
-    func record(through number: Int, body: NewPage? = nil, completion: @escaping Completion) {
+    /// are). `bodies`: the records with their items of pages whose source cannot fetch them again.
+    func record(through number: Int, bodies: [Int: NewPage] = [:], completion: @escaping Completion) {
         guard store != nil else { return completion(.success(())) }
         guard number > confirmed || !generationIsStored else { return completion(.success(())) }
         var next = queued ?? (through: 0, bodies: [:], waiters: [])
         next.through = max(next.through, number)
-        if let body { next.bodies[number] = body }
+        next.bodies.merge(bodies) { _, new in new }
         next.waiters.append(completion)
         queued = next
         if inFlight == nil { startWrite() }
@@ -133,10 +133,10 @@ final class StoredPages {
         record(through: number) { _ in }
     }
 
-    /// ``record(through:body:completion:)`` for a caller that waits.
-    func record(through number: Int, body: NewPage? = nil) async throws(StoreError) {
+    /// ``record(through:bodies:completion:)`` for a caller that waits.
+    func record(through number: Int, bodies: [Int: NewPage] = [:]) async throws(StoreError) {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, StoreError>, Never>) in
-            record(through: number, body: body) { continuation.resume(returning: $0) }
+            record(through: number, bodies: bodies) { continuation.resume(returning: $0) }
         }
         try result.get()
     }

@@ -32,8 +32,9 @@ extension Feed {
                 return startOver(because: "page \(step.page): its stored items were dropped to keep within daemon.state_page_bytes, and the source cannot fetch it again as it was")
             }
             if membership.keepsPagesLocally, storedPages.keepsItems(of: step.page) { return startCall(.readStored(step)) }
-            // A page of a source that cannot fetch it again is stored before it is served: one at a time.
-            let maxPages = adapter.reproducesPages && !membership.isJoined
+            // A shared feed's pages are fetched one lease at a time; a run of a source that cannot
+            // fetch its pages again is stored in one commit before any of its pages is served.
+            let maxPages = !membership.isJoined
                 ? FetchPlanner.runLength(from: step.page, toward: target, cache: &cache, limits: cacheLimits, paging: paging, wanted: isWanted) : 1
             startCall(.fetch(step, maxPages: maxPages))
         }
@@ -46,7 +47,7 @@ extension Feed {
         let task: Task<Void, Never>
         switch work {
         case .fetch(let step, let maxPages):
-            if maxPages > 1 { deadline = deadline.map { $0 + PageFetch.runBudget } }
+            if maxPages > 1 { deadline = deadline.map { $0 + PageFetch.storedRunBudget } }
             task = fetchTask(step, maxPages: maxPages, call: id, startedAt: startedAt)
         case .readStored(let step):
             let (pages, wrap) = (storedPages, settings.wrap)
@@ -96,24 +97,27 @@ extension Feed {
         }
     }
 
-    /// For a source that cannot fetch a page again: stores the page `call` fetched, with its token
-    /// and items, before anyone is sent it, so it is served as it was after a restart or once the
-    /// cache gave it up. A page that cannot be stored (the disk is full) is not served, since after
-    /// a restart it could not be served again: the fetch fails, and is retried with the feed's
-    /// backoff while its subscribers are told why.
+    /// For a source that cannot fetch a page again: stores the pages `call` fetched, with their
+    /// tokens and items, in one commit before anyone is sent them, so they are served as they were
+    /// after a restart or once the cache gave them up. Pages that cannot be stored (the disk is
+    /// full) are not served, since after a restart they could not be served again: the fetch
+    /// fails, and is retried with the feed's backoff while its subscribers are told why.
     private func keepItems(of run: PageFetch.Run, call id: Int) async -> PageFetch.Run {
-        guard let fetched = run.pages.first, run.pages.count == 1, upstream.call?.id == id, fetched.page.number > storedPages.confirmed else {
-            return run
+        let unstored = run.pages.filter { $0.page.number > storedPages.confirmed }
+        guard let first = unstored.first, let last = unstored.last, upstream.call?.id == id else { return run }
+        var bodies: [Int: NewPage] = [:]
+        for fetched in unstored {
+            let body = StoredPageBody.encode(fetched.page.published(next: fetched.next, sourcePage: fetched.request.page))
+            bodies[fetched.page.number] = NewPage(token: fetched.next.token, body: body)
         }
-        let body = StoredPageBody.encode(fetched.page.published(next: fetched.next, sourcePage: fetched.request.page))
         do throws(StoreError) {
-            try await storedPages.record(through: fetched.page.number, body: NewPage(token: fetched.next.token, body: body))
+            try await storedPages.record(through: last.page.number, bodies: bodies)
             return run
         } catch {
             var unserved = run
             unserved.pages = []
             unserved.ending = .failure(
-                .transient("page \(fetched.page.number) cannot be stored, and its source cannot give it again: \(error)"), page: fetched.page.number)
+                .transient("page \(first.page.number) cannot be stored, and its source cannot give it again: \(error)"), page: first.page.number)
             return unserved
         }
     }

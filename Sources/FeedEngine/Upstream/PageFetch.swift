@@ -8,7 +8,10 @@ import FeedKit
 /// ``runBudget`` after the first). Its first page, the one a subscriber may be waiting for, is
 /// handed over at once (see ``RunHandOver``); the others come with the run's end. So a fast
 /// source (a local file) costs two hops to the main actor per run, not one per page, and a page
-/// waits at most for calls that started within the budget.
+/// waits at most for calls that started within the budget. The pages of a source that cannot
+/// fetch them again are all kept for the run's end instead, where they are stored in one commit
+/// before any is served; their budget runs from the first page's arrival, since that page waits
+/// for a commit anyway.
 struct PageFetch: Sendable {
     let adapter: any SourceAdapter
     let encoder: any PageEncoder
@@ -27,8 +30,18 @@ struct PageFetch: Sendable {
     let fleet: FleetLink?
 
     /// How long a run keeps starting calls. Every call still gets the feed's whole `timeout`:
-    /// the run's deadline is its start plus this plus `timeout`.
+    /// the deadline of a run of several pages is its start plus `timeout` plus the larger budget,
+    /// ``storedRunBudget``.
     static let runBudget = Duration.milliseconds(1)
+    /// How long a run of pages that are stored before they are served keeps starting calls after
+    /// its first page came: about what the commit its first page waits for takes (an SQLite
+    /// commit of a few hundred kilobytes, synced).
+    static let storedRunBudget = Duration.milliseconds(4)
+    /// How many bytes of pages such a run holds before it stops (each is held twice until it is
+    /// stored: its line and its stored record). Grouping pays for small pages, whose commits cost
+    /// more than their bytes; a page this large is a run of its own, as it costs its bytes and
+    /// would only add to the daemon's peak memory.
+    static let storedRunBytes = 256 << 10
 
     /// How a run ended: the pages not handed over before, then why it stopped, if not after a
     /// page.
@@ -104,7 +117,8 @@ struct PageFetch: Sendable {
 
     private func runFromSource() async -> Run {
         var run = Run()
-        let started = clock.now
+        var started = clock.now
+        var heldBytes = 0
         var request = step.request
         while true {
             let number = step.page + run.adapterCalls
@@ -116,15 +130,23 @@ struct PageFetch: Sendable {
                     return run
                 case .page(let page, let next):
                     let fetched = FetchedPage(page: page, next: next, request: request)
+                    // Asked after the call: an exec plugin says whether it reproduces pages once configured.
+                    let storedFirst = !adapter.reproducesPages
+                    if storedFirst, run.adapterCalls == 1 { started = clock.now }
+                    if storedFirst { heldBytes += page.line.count }
                     // Only `more` says for sure which request comes next (see GenerationPaging.record).
                     guard case .more(let token) = next, run.adapterCalls < maxPages, !Task.isCancelled,
-                        clock.now - started < Self.runBudget
+                        clock.now - started < (storedFirst ? Self.storedRunBudget : Self.runBudget), heldBytes < Self.storedRunBytes
                     else {
                         run.pages.append(fetched)
                         return run
                     }
-                    handOver.put(fetched)
-                    if run.adapterCalls == 1 { wake() }
+                    if storedFirst {
+                        run.pages.append(fetched)
+                    } else {
+                        handOver.put(fetched)
+                        if run.adapterCalls == 1 { wake() }
+                    }
                     request = PageRequest(page: request.page + 1, token: token, generation: generation, seed: request.seed)
                 }
             } catch {
