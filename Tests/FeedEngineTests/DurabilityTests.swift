@@ -123,4 +123,37 @@ import Testing
         #expect(cursorWrites.count <= 2, "\(cursorWrites)")
         #expect(store.cursor(feed: "scripted", consumer: "dora")?.cursor == 5)
     }
+
+    /// A source that cannot fetch a page again (an `rss` poll, say): the pages of one run are
+    /// stored in one commit, and none is served before that commit (issue 26), so a restart
+    /// serves each as it was; a run whose commit fails serves none of its pages.
+    @Test(arguments: [false, true])
+    func a_run_of_pages_that_cannot_be_fetched_again_is_stored_in_one_commit_before_any_is_served(diskFull: Bool) async throws {
+        let world = ScriptedWorld(store: MemoryState(), reproducesPages: false)
+        let store = try #require(world.store)
+        let (log, reader) = world.subscribe()
+        await world.settle()
+        let recordsBefore = store.committed.filter { $0.hasPrefix("recordPages") }.count
+        store.faults.pages = diskFull
+        reader.next(3)
+        for page in 1...3 {
+            await world.settle()
+            #expect(log.pages.isEmpty, "page \(page - 1) was served before its run was stored")
+            world.script.answer(.page(items: 1, next: .more(token: "after-\(page)")))
+        }
+        await world.settle()
+
+        let records = store.committed.filter { $0.hasPrefix("recordPages") }.dropFirst(recordsBefore)
+        if diskFull {
+            #expect(log.pages.isEmpty && records.isEmpty)
+            let told = log.events.contains { event in
+                if case .upstreamFailing(_, let message, _, _) = event { message.contains("cannot be stored") } else { false }
+            }
+            #expect(told, "the reader is told why: \(log.events)")
+        } else {
+            #expect(log.pages.map(\.number) == [1, 2, 3])
+            #expect(records.count == 1, "\(records.count) commits for one run of 3 pages")
+            #expect(store.feed("scripted")?.pages.count == 3 && (1...3).allSatisfy { store.feed("scripted")?.keepsItems(of: $0) == true })
+        }
+    }
 }

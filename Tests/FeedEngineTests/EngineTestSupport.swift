@@ -173,6 +173,8 @@ struct ScriptedAdapter: SourceAdapter {
     let script: FetchScript
     let instance: Int
     var pageAddressing: PageAddressing = .sequential
+    /// False: a source whose pages are kept, as an `rss` poll's or an exec plugin's that says so.
+    var reproducesPages = true
 
     init(script: FetchScript, instance: Int) {
         self.script = script

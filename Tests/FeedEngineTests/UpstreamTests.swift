@@ -14,13 +14,16 @@ final class ScriptedWorld {
     let store: MemoryState?
     var settings: FeedSettings
     var direct = false
+    /// Whether the source can fetch a page again (else its pages are stored before they are served).
+    let reproducesPages: Bool
 
     init(
         prefetch: Int = 0, timeout: Duration = .seconds(1), honoursCancellation: Bool = true, bytesPerItem: Int = 0,
         encoder: (any PageEncoder)? = nil, store: MemoryState? = nil, clusterName: String? = nil, clock: ManualClock = ManualClock(),
-        seededItems: Bool = false
+        seededItems: Bool = false, reproducesPages: Bool = true
     ) {
         script = FetchScript(honoursCancellation: honoursCancellation, seededItems: seededItems)
+        self.reproducesPages = reproducesPages
         self.clock = clock
         self.store = store
         settings = FeedSettings(name: "scripted", source: "scripted", prefetch: prefetch)
@@ -39,10 +42,11 @@ final class ScriptedWorld {
 
     func definition() -> FeedDefinition {
         let script = script
-        let addressing: PageAddressing = direct ? .direct : .sequential
+        let (addressing, reproduces): (PageAddressing, Bool) = (direct ? .direct : .sequential, reproducesPages)
         let make: @Sendable () -> any SourceAdapter = {
             var adapter = script.makeAdapter()
             adapter.pageAddressing = addressing
+            adapter.reproducesPages = reproduces
             return adapter
         }
         return FeedDefinition(settings: settings, adapter: make(), makeAdapter: make)
