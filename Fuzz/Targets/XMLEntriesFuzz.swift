@@ -14,6 +14,6 @@ public func fuzzXMLEntries(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         precondition(!entry.item.id.isEmpty, "an entry without an id")
         precondition(RawJSON(validating: entry.json.bytes) != nil, "an entry whose JSON is not valid")
     }
-    precondition(RSSSource.newestFirst(entries).count == entries.count, "sorting lost entries")
+    precondition(RSSSource.itemsNewestFirst(entries).count == entries.count, "sorting lost entries")
     return 0
 }
