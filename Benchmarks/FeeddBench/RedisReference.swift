@@ -8,7 +8,7 @@ enum RedisReference {
     /// Bytes per second delivered to `subscribers` for `messages` publishes of `payload`, or nil
     /// with a reason when redis-server is not installed.
     static func fanOut(subscribers: Int, messages: Int, payload: [UInt8]) throws -> Result<Double, SkipReason> {
-        guard let server = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        guard let server = serverPath else {
             return .failure(SkipReason(description: "redis-server is not installed (apt-get install redis-server)"))
         }
         let directory = try TemporaryDirectory()
@@ -37,6 +37,11 @@ enum RedisReference {
         let elapsed = (ContinuousClock.now - started).seconds
         withExtendedLifetime((connections, publisher)) {}
         return .success(Double(subscribers * messages * message.count) / elapsed)
+    }
+
+    /// Where redis-server is installed, if it is.
+    static var serverPath: String? {
+        ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
     struct SkipReason: Error, CustomStringConvertible {
@@ -75,6 +80,8 @@ struct ReferenceServer {
     /// after the fleet scenario), which blocks SIGTERM, and a server started from it inherits the
     /// block: the second run of `feedd-bench` waited for Redis forever. No reference keeps
     /// anything to save.
+    var processIdentifier: Int32 { process.processIdentifier }
+
     func stop() {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()

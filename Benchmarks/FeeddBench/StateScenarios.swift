@@ -22,6 +22,22 @@ enum StateScenarios {
         let pingP99: Double
     }
 
+    /// The daemon of an ack storm: its feed `numbers`, one-line pages of the file at `path`.
+    static func stormConfig(numbers path: String) -> String {
+        """
+        [daemon]
+        max_clients = 20000
+        log_level = "notice"
+
+        [feeds.numbers]
+        source = "file"
+        path = "\(path)"
+        page_size = 1
+        prefetch = 4
+        cache_pages = 4096
+        """
+    }
+
     /// `consumers` durable consumers of one file feed, each acking page after page as fast as the
     /// daemon confirms, for `seconds`; meanwhile other clients time `next` on a prefetched feed.
     static func ackStorm(consumers: Int = 1_000, seconds: Double = 8) throws -> AckStorm {
@@ -36,17 +52,7 @@ enum StateScenarios {
             #"{"gender":"female","name":{"title":"Mx","first":"Zoë \#(index)","last":"O'Brien"},"email":"user\#(index)@example.com","#
                 + #""location":{"city":"Zürich"},"login":{"uuid":"bench-\#(index)","username":"user_\#(index)"},"dob":{"age":30},"nat":"CH"}"#
         }.joined(separator: "\n").appending("\n").write(toFile: usersPath, atomically: false, encoding: .utf8)
-        let daemon = try DaemonProcess(config: """
-            [daemon]
-            max_clients = 20000
-            log_level = "notice"
-
-            [feeds.numbers]
-            source = "file"
-            path = "\(path)"
-            page_size = 1
-            prefetch = 4
-            cache_pages = 4096
+        let daemon = try DaemonProcess(config: stormConfig(numbers: path) + """
 
             [feeds.users]
             source = "file"

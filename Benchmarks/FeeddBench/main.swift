@@ -106,6 +106,7 @@ for run in 1...runs {
         record("daemon CPU per ack (with its next), all threads", "µs", storm.cpuPerAck)
         record("daemon CPU per ack (with its next), main thread", "µs", storm.mainThreadCPUPerAck)
         record("ack storm: another client's ping p99 meanwhile", "ms", storm.pingP99)
+        if let skipped = try AckStormReference.run(record: record) { redisSkipped = skipped }
     }
     if wanted("sharing") {
         let sharing = try Scenarios.upstreamSharing(clients: 100, pages: 20)

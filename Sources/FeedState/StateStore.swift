@@ -28,6 +28,9 @@ public final class StateStore: Sendable {
         /// ``StoredFeed/bodiesDroppedThrough`` says which.
         public var pageBodyBudget: Int
 
+        /// How the writer gathers groups under load (tests hold it).
+        var commitPacing = CommitPacing.standard
+
         public init(pageBodyBudget: Int = Self.defaultPageBodyBudget) {
             self.pageBodyBudget = pageBodyBudget
         }
@@ -81,7 +84,7 @@ public final class StateStore: Sendable {
                 logger.error("\(path): the rejected rows stay in the file for now: \(error)")
             }
         }
-        writer = StateWriter(connection: connection, snapshot: snapshot, bodyBudget: options.pageBodyBudget)
+        writer = StateWriter(connection: connection, snapshot: snapshot, bodyBudget: options.pageBodyBudget, pacing: options.commitPacing)
     }
 
     deinit {

@@ -5,7 +5,8 @@ import Foundation
 ///
 /// Group commit: while one transaction commits (and syncs), new changes queue up; the next
 /// transaction takes all of them, so a thousand consumers acking at once cost a handful of
-/// syncs, not a thousand. Each change is checked against the state as the transaction has
+/// syncs, not a thousand. Under load a transaction also waits out a short window after the last
+/// one (``CommitPacing``), since acks that trickle in would otherwise each catch a sync of their own. Each change is checked against the state as the transaction has
 /// left it so far; a rejected change is answered at once and the others go ahead. If the
 /// transaction fails (disk full, read-only, I/O error), it is rolled back and every change in it
 /// fails with that error. Only after `COMMIT` returned are the changes applied to the mirror
@@ -57,10 +58,12 @@ final class StateWriter: Sendable {
 
     /// The committed state, which readers see; only the writer thread changes it, after a `COMMIT`.
     let mirror: Locked<StateSnapshot>
+    private let pacing: CommitPacing
 
     /// Starts the thread, which from now on owns `connection`.
-    init(connection: SQLiteConnection, snapshot: StateSnapshot, bodyBudget: Int) {
+    init(connection: SQLiteConnection, snapshot: StateSnapshot, bodyBudget: Int, pacing: CommitPacing) {
         mirror = Locked(snapshot)
+        self.pacing = pacing
         // The connection moves to the writer thread here and nothing else keeps a reference to
         // it, so handing it over unchecked is safe.
         nonisolated(unsafe) let thread = WriterThread(connection: connection, committed: snapshot, bodyBudget: bodyBudget)
@@ -106,29 +109,47 @@ final class StateWriter: Sendable {
     }
 
     private func run(_ thread: WriterThread) {
+        // When the last transaction ended, if it carried a storm's group.
+        var busyCommitEnded: ContinuousClock.Instant?
         while true {
-            let (jobs, closing) = queue.withLock { queue -> ([Job], Bool) in
-                let jobs = queue.jobs
-                queue.jobs.removeAll(keepingCapacity: true)
-                queue.writerIsWaiting = jobs.isEmpty && !queue.isClosing
-                return (jobs, queue.isClosing)
-            }
+            let (jobs, closing) = takeJobs()
             if jobs.isEmpty {
                 if closing { return }
                 wakeUp.wait()
                 continue
             }
-            var changes: [(StateChange, Completion)] = []
-            for job in jobs {
-                switch job {
-                case .change(let change, let completion):
-                    changes.append((change, completion))
-                case .access(let body):
-                    body(thread.connection)
-                }
+            var changes = perform(jobs, on: thread)
+            guard !changes.isEmpty else { continue }
+            if let ended = busyCommitEnded, !closing, ContinuousClock.now < ended + pacing.window {
+                pacing.wait(ended + pacing.window)
+                changes += perform(takeJobs().jobs, on: thread)
             }
-            if !changes.isEmpty { commit(changes, on: thread) }
+            commit(changes, on: thread)
+            busyCommitEnded = changes.count >= pacing.busyGroup ? .now : nil
         }
+    }
+
+    private func takeJobs() -> (jobs: [Job], closing: Bool) {
+        queue.withLock { queue in
+            let jobs = queue.jobs
+            queue.jobs.removeAll(keepingCapacity: true)
+            queue.writerIsWaiting = jobs.isEmpty && !queue.isClosing
+            return (jobs, queue.isClosing)
+        }
+    }
+
+    /// Runs the accesses among `jobs` now; returns the changes, for the next transaction.
+    private func perform(_ jobs: [Job], on thread: WriterThread) -> [(StateChange, Completion)] {
+        var changes: [(StateChange, Completion)] = []
+        for job in jobs {
+            switch job {
+            case .change(let change, let completion):
+                changes.append((change, completion))
+            case .access(let body):
+                body(thread.connection)
+            }
+        }
+        return changes
     }
 
     private func commit(_ changes: [(StateChange, Completion)], on thread: WriterThread) {
@@ -220,6 +241,28 @@ final class StateWriter: Sendable {
                 if more { callMainActorAnswers() }
             }
         }
+    }
+}
+
+/// How the writer gathers a group under load. A transaction that follows, within ``window``,
+/// one that carried at least ``busyGroup`` changes waits out the window first and takes in what
+/// comes meanwhile: an ack storm then pays a sync (and a write of each page of the consumers'
+/// table it touches) per window, rather than one per handful of acks that arrived while the last
+/// sync ran. Changes that come one or two at a time never wait, so a lone consumer acking page
+/// after page is answered as soon as each commit is durable.
+struct CommitPacing: Sendable {
+    /// How long after a busy transaction the next one starts at the earliest.
+    var window: Duration
+    /// The fewest changes a transaction carries for the next one to wait.
+    var busyGroup: Int
+    /// Blocks the writer thread until the instant given (a test holds it instead).
+    var wait: @Sendable (ContinuousClock.Instant) -> Void
+
+    /// 2 ms: a storm's group then carries about a hundred acks, and an ack waits far less for
+    /// it than for its turn among a thousand consumers.
+    static let standard = CommitPacing(window: .milliseconds(2), busyGroup: 3) { deadline in
+        let left = deadline - .now
+        if left > .zero { usleep(UInt32(left / .microseconds(1))) }
     }
 }
 

@@ -64,6 +64,25 @@ import Testing
         #expect(errorCode("ack users") == .badRequest)
     }
 
+    /// Two readers of the same line could take either value of a member named twice.
+    @Test func a_member_named_twice_is_bad_json() {
+        #expect(errorCode(#"{"op":"ack","feed":"f","page":2,"page":9}"#) == .badJSON)
+        #expect(errorCode(#"{"op":"ping","id":1,"id":2}"#) == .badJSON)
+    }
+
+    @Test func a_whole_number_written_with_a_fraction_or_an_exponent_is_a_count() {
+        #expect(request(#"{"op":"ack","feed":"f","page":3.0}"#) == .ack(feed: "f", page: 3))
+        #expect(request(#"{"op":"next","feed":"f","count":1e1}"#) == .next(feed: "f", count: 10))
+        #expect(errorCode(#"{"op":"ack","feed":"f","page":2.5}"#) == .badRequest)
+        #expect(errorCode(#"{"op":"ack","feed":"f","page":1e400}"#) == .badRequest)
+    }
+
+    @Test func the_id_is_echoed_as_written_and_the_escaped_values_are_read() throws {
+        let decoded = try decode(#"{ "id" : 123456789012345678901234567890 , "op":"subscribe","feed":"f","consumer":"c\u0031"}"#).get()
+        #expect(decoded.id?.description == "123456789012345678901234567890")
+        #expect(decoded.request == .subscribe(feed: "f", consumer: "c1", after: nil, follow: false))
+    }
+
     @Test func rejects_bytes_that_are_not_utf8() {
         if case .failure(let error) = RequestDecoder.decode([0xFF, 0xFE, 0x41][...]) {
             #expect(error.code == .badRequest)

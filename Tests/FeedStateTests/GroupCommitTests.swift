@@ -176,7 +176,7 @@ import TestSupport
 
 /// Holds a store's next COMMIT (on the writer thread, after the group's changes are written)
 /// until ``release()``.
-private struct HeldCommit {
+struct HeldCommit {
     private let store: StateStore
     private let reachedCommit = DispatchSemaphore(value: 0)
     private let mayCommit = DispatchSemaphore(value: 0)
