@@ -1,7 +1,8 @@
 // Fuzz target: a feed document, as the rss adapter reads it. The input's length picks how it
 // came (the HTTP charset, a Content-Location, html = "text"), so every input is a whole document.
 // Invariants: reading never crashes, every entry makes an item with a non-empty id and valid
-// JSON, and sorting newest first keeps them all.
+// JSON (the adapter's writer is trusted to escape, RawJSON(written:), so this check is what
+// proves it), and sorting newest first keeps them all.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzXMLEntries(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

@@ -60,7 +60,7 @@ struct EntryValues {
             writer.raw(UInt8(ascii: "]"))
         }
         writer.raw(UInt8(ascii: "}"))
-        guard let json = RawJSON(validating: writer.bytes) else { return nil }
+        guard let json = RawJSON(written: writer.bytes) else { return nil }
         let identifier = [guid, id].lazy.compactMap { $0 }.first { !$0.isEmpty }.map { String(decoding: $0, as: UTF8.self) }
             ?? link.flatMap { $0.isEmpty ? nil : $0 } ?? StableHash.hex(writer.bytes)
         return FeedEntry(id: identifier, time: published ?? updated, json: json)

@@ -115,6 +115,10 @@ extern "C" int feedd_json_is_valid(const uint8_t *bytes, size_t length, size_t m
     }
 }
 
+extern "C" int feedd_utf8_is_valid(const uint8_t *bytes, size_t length) {
+    return simdjson::validate_utf8(reinterpret_cast<const char *>(bytes), length) ? 1 : 0;
+}
+
 extern "C" size_t feedd_json_unescape(const uint8_t *quoted, size_t length, uint8_t *out) {
     ondemand::document string;
     std::string_view value;

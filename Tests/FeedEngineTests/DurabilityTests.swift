@@ -124,11 +124,11 @@ import Testing
         #expect(store.cursor(feed: "scripted", consumer: "dora")?.cursor == 5)
     }
 
-    /// A source that cannot fetch a page again (an `rss` poll, say): the pages of one run are
-    /// stored in one commit, and none is served before that commit (issue 26), so a restart
-    /// serves each as it was; a run whose commit fails serves none of its pages.
+    /// A source that cannot fetch a page again (an `rss` poll, say): each page is served only once
+    /// a commit holds it with its items (issue 26), so a restart serves each as it was; a page
+    /// whose commit fails is not served, nor any after it, and the reader is told why.
     @Test(arguments: [false, true])
-    func a_run_of_pages_that_cannot_be_fetched_again_is_stored_in_one_commit_before_any_is_served(diskFull: Bool) async throws {
+    func a_page_that_cannot_be_fetched_again_is_served_only_once_it_is_stored(diskFull: Bool) async throws {
         let world = ScriptedWorld(store: MemoryState(), reproducesPages: false)
         let store = try #require(world.store)
         let (log, reader) = world.subscribe()
@@ -138,7 +138,9 @@ import Testing
         reader.next(3)
         for page in 1...3 {
             await world.settle()
-            #expect(log.pages.isEmpty, "page \(page - 1) was served before its run was stored")
+            for served in log.pages {
+                #expect(store.feed("scripted")?.keepsItems(of: served.number) == true, "page \(served.number) was served before it was stored")
+            }
             world.script.answer(.page(items: 1, next: .more(token: "after-\(page)")))
         }
         await world.settle()
@@ -152,8 +154,49 @@ import Testing
             #expect(told, "the reader is told why: \(log.events)")
         } else {
             #expect(log.pages.map(\.number) == [1, 2, 3])
-            #expect(records.count == 1, "\(records.count) commits for one run of 3 pages")
             #expect(store.feed("scripted")?.pages.count == 3 && (1...3).allSatisfy { store.feed("scripted")?.keepsItems(of: $0) == true })
         }
+    }
+
+    /// The pages a run fetches while a commit is in flight wait for it and are stored together by
+    /// the next one, while the run fetches on: the first page is served as soon as its own commit
+    /// is done, not at the run's end (issue 26), and three pages cost two commits.
+    @Test func pages_fetched_while_a_commit_is_in_flight_are_stored_together_by_the_next() async throws {
+        let world = ScriptedWorld(store: MemoryState(), reproducesPages: false)
+        let store = try #require(world.store)
+        let (log, reader) = world.subscribe()
+        await world.settle()
+        let recordsBefore = store.committed.filter { $0.hasPrefix("recordPages") }.count
+        reader.next(3)
+        await world.settle()
+        store.holdsPageWrites = true
+        world.script.answer(.page(items: 1, next: .more(token: "after-1")))
+        await world.settle()
+        #expect(log.pages.isEmpty, "page 1 was served while its commit was held")
+        for page in 2...3 {
+            world.script.answer(.page(items: 1, next: .more(token: "after-\(page)")))
+            await world.settle()
+        }
+        #expect(log.pages.isEmpty)
+        store.holdsPageWrites = false
+        await world.settle()
+        #expect(log.pages.map(\.number) == [1, 2, 3])
+        let records = store.committed.filter { $0.hasPrefix("recordPages") }.dropFirst(recordsBefore)
+        #expect(records.count == 2, "\(records.count) commits for 3 pages, 2 of them fetched while the first committed")
+    }
+
+    /// A run goes on fetching while its pages commit, and serves each once stored: page 1 is
+    /// served while the source has not answered page 2 yet.
+    @Test func a_stored_page_is_served_before_its_run_ends() async throws {
+        let world = ScriptedWorld(store: MemoryState(), reproducesPages: false)
+        let store = try #require(world.store)
+        let (log, reader) = world.subscribe()
+        await world.settle()
+        reader.next(3)
+        await world.settle()
+        world.script.answer(.page(items: 1, next: .more(token: "after-1")))
+        await world.settle()
+        #expect(log.pages.map(\.number) == [1], "page 1 waited for the run's end")
+        #expect(store.feed("scripted")?.keepsItems(of: 1) == true)
     }
 }

@@ -22,6 +22,8 @@ final class MemoryState: DurableState, Sendable {
         var faults = Faults.none
         var writesInFlight = 0
         var writes: [String] = []
+        var holdsPageWrites = false
+        var heldPageWrites: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Locked(State())
@@ -29,6 +31,19 @@ final class MemoryState: DurableState, Sendable {
     var faults: Faults {
         get { state.withLock { $0.faults } }
         set { state.withLock { $0.faults = newValue } }
+    }
+
+    /// While true, page writes wait in flight, as a slow disk holds a commit; set false, they go on.
+    var holdsPageWrites: Bool {
+        get { state.withLock { $0.holdsPageWrites } }
+        set {
+            let released = state.withLock { state in
+                state.holdsPageWrites = newValue
+                defer { if !newValue { state.heldPageWrites = [] } }
+                return newValue ? [] : state.heldPageWrites
+            }
+            for write in released { write.resume() }
+        }
     }
 
     /// Writes asked for and not answered yet (for a test's settling).
@@ -62,6 +77,13 @@ final class MemoryState: DurableState, Sendable {
     }
 
     nonisolated(nonsending) func recordPages(feed: String, generation: Int, first: Int, pages: [NewPage]) async throws(StoreError) {
+        await withCheckedContinuation { (write: CheckedContinuation<Void, Never>) in
+            let held = state.withLock { state in
+                if state.holdsPageWrites { state.heldPageWrites.append(write) }
+                return state.holdsPageWrites
+            }
+            if !held { write.resume() }
+        }
         _ = try await perform(.recordPages(feed: feed, generation: generation, first: first, pages: pages), failing: \.pages)
     }
 

@@ -355,12 +355,22 @@ public final class LoopbackUpstream: @unchecked Sendable {
         if let retryAfter { head += "Retry-After: \(retryAfter)\r\n" }
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "\r\n"
-        let bytes = Array(head.utf8) + response.body
+        // The body is sent from where it is kept: a copy of a large one (a 9 MB feed) behind its
+        // head would hold the first byte back for milliseconds. The head waits for it (MSG_MORE),
+        // so the two leave in the same segments, as one buffer would.
+        guard sendAll(client, Array(head.utf8), more: !response.body.isEmpty) else { return }
+        _ = sendAll(client, response.body, more: false)
+    }
+
+    /// Sends every byte of `bytes`; false once the peer is gone.
+    private func sendAll(_ client: Int32, _ bytes: [UInt8], more: Bool) -> Bool {
         var offset = 0
+        let flags = Int32(MSG_NOSIGNAL) | (more ? Int32(MSG_MORE) : 0)
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard written > 0 else { return }
+            let written = bytes[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, flags) }
+            guard written > 0 else { return false }
             offset += written
         }
+        return true
     }
 }

@@ -73,6 +73,9 @@ void feedd_json_free(feedd_json_entry *entries);
 /// need no padding (a short text is copied to a padded buffer first).
 int feedd_json_is_valid(const uint8_t *bytes, size_t length, size_t max_depth);
 
+/// 1 when `bytes[0..<length]` is valid UTF-8, else 0 (simdjson's validator, many bytes at a time).
+int feedd_utf8_is_valid(const uint8_t *bytes, size_t length);
+
 /// Writes the value of the string whose text is `quoted[0..<length]` (quotes included, as
 /// indexed) to `out`, which has room for `length` bytes; `quoted` must
 /// be followed by FEEDD_JSON_PADDING readable bytes. Returns the value's length.

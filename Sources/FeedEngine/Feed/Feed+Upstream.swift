@@ -62,16 +62,14 @@ extension Feed {
 
     private func fetchTask(_ step: GenerationPaging.Step, maxPages: Int, call id: Int, startedAt: ContinuousClock.Instant) -> Task<Void, Never> {
         let handOver = RunHandOver()
+        let keepsPages = membership.keepsPagesLocally && store != nil
         let fetch = PageFetch(
             adapter: adapter, encoder: encoder, clock: clock, feed: name, generation: generation, step: step, maxPages: maxPages,
-            handOver: handOver,
+            handOver: handOver, storedRun: keepsPages ? StoredRun { pages, done in self.keep(pages, call: id, then: done) } : nil,
             wake: { Task { @MainActor in self.handle(.pagesArrived(.call(id: id, handOver.takeAll(), fromStore: false))) } },
             wrap: settings.wrap, fleet: membership.joinedLink)
-        let keepsPages = membership.keepsPagesLocally && store != nil
         return Task {
-            var run = await fetch.run()
-            // Asked after the call: an exec plugin says whether it reproduces pages once configured.
-            if keepsPages, !fetch.adapter.reproducesPages { run = await self.keepItems(of: run, call: id) }
+            let run = await fetch.run()
             self.handle(.pagesArrived(.call(id: id, handOver.takeAll(), fromStore: false)))
             self.handle(.callReturned(id: id, .fetched(run, startedAt: startedAt)))
         }
@@ -98,27 +96,25 @@ extension Feed {
     }
 
     /// For a source that cannot fetch a page again: stores the pages `call` fetched, with their
-    /// tokens and items, in one commit before anyone is sent them, so they are served as they were
-    /// after a restart or once the cache gave them up. Pages that cannot be stored (the disk is
-    /// full) are not served, since after a restart they could not be served again: the fetch
-    /// fails, and is retried with the feed's backoff while its subscribers are told why.
-    private func keepItems(of run: PageFetch.Run, call id: Int) async -> PageFetch.Run {
-        let unstored = run.pages.filter { $0.page.number > storedPages.confirmed }
-        guard let first = unstored.first, let last = unstored.last, upstream.call?.id == id else { return run }
-        var bodies: [Int: NewPage] = [:]
-        for fetched in unstored {
-            let body = StoredPageBody.encode(fetched.page.published(next: fetched.next, sourcePage: fetched.request.page))
-            bodies[fetched.page.number] = NewPage(token: fetched.next.token, body: body)
+    /// tokens and items, in one commit, and serves them once it holds them, so they are served as
+    /// they were after a restart or once the cache gave them up. Pages that cannot be stored (the
+    /// disk is full) are not served, since after a restart they could not be served again: the
+    /// run stops, and the page is fetched again with the feed's backoff while its subscribers are
+    /// told why.
+    private func keep(_ pages: [StoredRun.Waiting], call id: Int, then done: @escaping @MainActor (SourceError?) -> Void) {
+        guard let first = pages.first, let last = pages.last, upstream.callID == id else {
+            return done(.transient("the call that fetched page \(pages.first?.number ?? 0) was given up"))
         }
-        do throws(StoreError) {
-            try await storedPages.record(through: last.page.number, bodies: bodies)
-            return run
-        } catch {
-            var unserved = run
-            unserved.pages = []
-            unserved.ending = .failure(
-                .transient("page \(first.page.number) cannot be stored, and its source cannot give it again: \(error)"), page: first.page.number)
-            return unserved
+        var bodies: [Int: NewPage] = [:]
+        for page in pages where page.number > storedPages.confirmed { bodies[page.number] = page.record }
+        storedPages.record(through: last.number, bodies: bodies) { result in
+            guard case .failure(let error) = result else {
+                let work = pages.reduce(StoredRun.Work()) { $0 + $1.work }
+                self.counters.count(adapterCalls: work.calls, httpRequests: work.requests)
+                self.handle(.pagesArrived(.call(id: id, pages.map(\.fetched), fromStore: false)))
+                return done(nil)
+            }
+            done(.transient("page \(first.number) cannot be stored, and its source cannot give it again: \(error)"))
         }
     }
 

@@ -9,9 +9,10 @@ import FeedKit
 /// handed over at once (see ``RunHandOver``); the others come with the run's end. So a fast
 /// source (a local file) costs two hops to the main actor per run, not one per page, and a page
 /// waits at most for calls that started within the budget. The pages of a source that cannot
-/// fetch them again are all kept for the run's end instead, where they are stored in one commit
-/// before any is served; their budget runs from the first page's arrival, since that page waits
-/// for a commit anyway.
+/// fetch them again, on a feed that keeps its pages, go to ``storedRun`` instead, which stores
+/// them while the run fetches on and serves each once a commit holds it; their budget counts
+/// only the calls after the first (which read a whole document, say), since none of those pages
+/// waits for the run's end.
 struct PageFetch: Sendable {
     let adapter: any SourceAdapter
     let encoder: any PageEncoder
@@ -22,6 +23,9 @@ struct PageFetch: Sendable {
     /// How many pages the run may bring, its first included (see ``FetchPlanner/runLength(from:toward:cache:limits:paging:wanted:)``).
     let maxPages: Int
     let handOver: RunHandOver
+    /// Where the pages of a source that cannot fetch them again are stored before they are
+    /// served; nil when the feed keeps no pages (they are handed over as any source's are).
+    let storedRun: StoredRun?
     /// Wakes the feed to take what ``handOver`` holds.
     let wake: @Sendable () -> Void
     /// The feed's `wrap`: after the source's last page it starts over, unless it is empty.
@@ -33,15 +37,10 @@ struct PageFetch: Sendable {
     /// the deadline of a run of several pages is its start plus `timeout` plus the larger budget,
     /// ``storedRunBudget``.
     static let runBudget = Duration.milliseconds(1)
-    /// How long a run of pages that are stored before they are served keeps starting calls after
-    /// its first page came: about what the commit its first page waits for takes (an SQLite
-    /// commit of a few hundred kilobytes, synced).
-    static let storedRunBudget = Duration.milliseconds(4)
-    /// How many bytes of pages such a run holds before it stops (each is held twice until it is
-    /// stored: its line and its stored record). Grouping pays for small pages, whose commits cost
-    /// more than their bytes; a page this large is a run of its own, as it costs its bytes and
-    /// would only add to the daemon's peak memory.
-    static let storedRunBytes = 256 << 10
+    /// How long a run of pages that are stored before they are served spends in the calls after
+    /// its first before it stops: a few commits' worth, so the feed's upstream is held for
+    /// milliseconds, while a run still takes a document's pages in a handful of hand-offs.
+    static let storedRunBudget = Duration.milliseconds(8)
 
     /// How a run ended: the pages not handed over before, then why it stopped, if not after a
     /// page.
@@ -73,6 +72,13 @@ struct PageFetch: Sendable {
         let meter = HTTPRequestMeter()
         var run = await HTTPRequestMeter.$current.withValue(meter) { await fleet == nil ? runFromSource() : runThroughFleet() }
         run.httpRequests = meter.count
+        guard let storedRun else { return run }
+        // The run is over once its stored pages are served; a failed commit is where it stopped.
+        if let failure = await storedRun.drained() { run.ending = .failure(failure.error, page: failure.page) }
+        // The work of the pages served was counted as they were.
+        let served = storedRun.served
+        run.adapterCalls -= served.calls
+        run.httpRequests -= served.requests
         return run
     }
 
@@ -117,12 +123,14 @@ struct PageFetch: Sendable {
 
     private func runFromSource() async -> Run {
         var run = Run()
-        var started = clock.now
-        var heldBytes = 0
+        let started = clock.now
+        var laterCalls = Duration.zero
+        var kept = StoredRun.Work()
         var request = step.request
         while true {
             let number = step.page + run.adapterCalls
             run.adapterCalls += 1
+            let called = clock.now
             do {
                 switch try await askSource(request, page: number) {
                 case .notYet:
@@ -131,18 +139,20 @@ struct PageFetch: Sendable {
                 case .page(let page, let next):
                     let fetched = FetchedPage(page: page, next: next, request: request)
                     // Asked after the call: an exec plugin says whether it reproduces pages once configured.
-                    let storedFirst = !adapter.reproducesPages
-                    if storedFirst, run.adapterCalls == 1 { started = clock.now }
-                    if storedFirst { heldBytes += page.line.count }
+                    let storedRun = adapter.reproducesPages ? nil : storedRun
+                    if run.adapterCalls > 1 { laterCalls += clock.now - called }
+                    let onTime = storedRun == nil ? clock.now - started < Self.runBudget : laterCalls < Self.storedRunBudget
+                    let work = StoredRun.Work(calls: run.adapterCalls, requests: HTTPRequestMeter.current?.count ?? 0)
+                    defer { kept = work }
                     // Only `more` says for sure which request comes next (see GenerationPaging.record).
-                    guard case .more(let token) = next, run.adapterCalls < maxPages, !Task.isCancelled,
-                        clock.now - started < (storedFirst ? Self.storedRunBudget : Self.runBudget), heldBytes < Self.storedRunBytes
-                    else {
-                        run.pages.append(fetched)
+                    guard case .more(let token) = next, run.adapterCalls < maxPages, !Task.isCancelled, onTime else {
+                        if let storedRun { storedRun.keep(fetched, work: work - kept) } else { run.pages.append(fetched) }
                         return run
                     }
-                    if storedFirst {
-                        run.pages.append(fetched)
+                    if let storedRun {
+                        storedRun.keep(fetched, work: work - kept)
+                        await storedRun.waitForRoom()
+                        if storedRun.hasFailed { return run }
                     } else {
                         handOver.put(fetched)
                         if run.adapterCalls == 1 { wake() }
