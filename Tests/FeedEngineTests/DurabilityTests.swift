@@ -11,9 +11,7 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct DurabilityTests {
     /// A world with a store, its consumer `dora` subscribed and `pages` pages read and acknowledged.
     func world(read pages: Int) async -> (ScriptedWorld, Reader) {
-        let world = ScriptedWorld(store: MemoryState())
-        world.direct = true
-        world.apply()
+        let world = ScriptedWorld(store: MemoryState(), direct: true)
         let (_, dora) = world.subscribe(after: 0, consumer: "dora")
         await world.settle()
         if pages > 0 {

@@ -13,17 +13,19 @@ final class ScriptedWorld {
     /// The feed's durable state, when the world keeps any.
     let store: MemoryState?
     var settings: FeedSettings
-    var direct = false
+    /// Whether the source reaches any page in one call (`.direct`), else only the page after the last.
+    let direct: Bool
     /// Whether the source can fetch a page again (else its pages are stored before they are served).
     let reproducesPages: Bool
 
     init(
         prefetch: Int = 0, timeout: Duration = .seconds(1), honoursCancellation: Bool = true, bytesPerItem: Int = 0,
         encoder: (any PageEncoder)? = nil, store: MemoryState? = nil, clusterName: String? = nil, clock: ManualClock = ManualClock(),
-        seededItems: Bool = false, reproducesPages: Bool = true
+        seededItems: Bool = false, reproducesPages: Bool = true, direct: Bool = false
     ) {
         script = FetchScript(honoursCancellation: honoursCancellation, seededItems: seededItems)
         self.reproducesPages = reproducesPages
+        self.direct = direct
         self.clock = clock
         self.store = store
         settings = FeedSettings(name: "scripted", source: "scripted", prefetch: prefetch)
@@ -214,10 +216,7 @@ final class ScriptedWorld {
 
     /// Issue 12, defect 4, below the server.
     @Test func reaching_page_n_of_a_directly_addressable_source_costs_one_fetch() async {
-        let world = ScriptedWorld()
-        world.direct = true
-        world.settings.options = ["direct": true]
-        world.apply()
+        let world = ScriptedWorld(direct: true)
         let (log, subscription) = world.subscribe(after: 49_000)
         subscription.next(2)
         await world.settle()
