@@ -21,6 +21,8 @@ enum HTTPScenarios {
         let latency = try pageLatency(samples: 200, pause: .milliseconds(110))
         record("GET …/pages, prefetched page, p50", "ms", latency.http.p50)
         record("GET …/pages, prefetched page, p99", "ms", latency.http.p99)
+        record("the same GET over the Unix socket, p50", "ms", latency.httpOverUnix.p50)
+        record("the same GET over the Unix socket, p99", "ms", latency.httpOverUnix.p99)
         record("socket next, prefetched page, same daemon, p50", "ms", latency.socket.p50)
         record("socket next, prefetched page, same daemon, p99", "ms", latency.socket.p99)
     }
@@ -160,29 +162,48 @@ enum HTTPScenarios {
     }
 
     /// The latency (ms, p50 and p99) of `GET …/pages` for the next page of a reader that pauses
-    /// between pages on a feed prefetched 3 pages ahead (upstream 100 ms), and of the socket's
-    /// `next` in the same daemon, the same way.
-    static func pageLatency(samples: Int, pause: Duration) throws -> (http: (p50: Double, p99: Double), socket: (p50: Double, p99: Double)) {
+    /// between pages on a feed prefetched 3 pages ahead (upstream 100 ms), over TCP and then over
+    /// the HTTP front's Unix socket (what the TCP loopback costs), and of the socket's `next` in
+    /// the same daemon, the same way.
+    static func pageLatency(samples: Int, pause: Duration) throws -> (http: Quantiles, httpOverUnix: Quantiles, socket: Quantiles) {
         let world = try World(upstreamLatency: .milliseconds(100), feedOptions: "results = 20\nprefetch = 3\ncache_pages = 4096")
         let client = try world.daemon.connect()
         try client.send("next users")
         _ = try client.read(until: "page")
         let socketLatencies = try Scenarios.timedNexts(client, samples: samples, pause: pause)
-        let connection = try world.connect()
+        let http = try timedGets(world.connect(), after: samples + 1, samples: samples, pause: pause)
+        let httpOverUnix = try timedGets(world.connect(unix: true), after: 2 * samples + 2, samples: samples, pause: pause)
+        return (Quantiles(http), Quantiles(httpOverUnix), Quantiles(socketLatencies))
+    }
+
+    /// p50 and p99 of some latencies (ms).
+    struct Quantiles {
+        let p50: Double
+        let p99: Double
+
+        init(_ latencies: [Double]) {
+            p50 = quantile(latencies, 0.5)
+            p99 = quantile(latencies, 0.99)
+        }
+    }
+
+    /// The latencies (ms) of `samples` requests for the page after `after` and the following
+    /// ones, on one kept-alive `connection`, which this closes.
+    private static func timedGets(_ connection: Int32, after: Int, samples: Int, pause: Duration) throws -> [Double] {
         defer { close(connection) }
         var reader = KeepAliveReader(descriptor: connection)
         // The reader's first page, which it waits for, puts its prefetch in motion; the
         // following pages are answered from the cache.
-        _ = try reader.get("/v1/feeds/users/pages?after=\(samples + 1)")
-        var httpLatencies: [Double] = []
-        for page in (samples + 2)...(2 * samples + 1) {
+        _ = try reader.get("/v1/feeds/users/pages?after=\(after)")
+        var latencies: [Double] = []
+        for page in (after + 1)...(after + samples) {
             Thread.sleep(forTimeInterval: pause.seconds)
             let started = ContinuousClock.now
             let body = try reader.get("/v1/feeds/users/pages?after=\(page)")
-            httpLatencies.append((ContinuousClock.now - started).milliseconds)
+            latencies.append((ContinuousClock.now - started).milliseconds)
             guard body.starts(with: Array(#"{"feed":"users""#.utf8)) else { throw TestFailure("not a pages answer") }
         }
-        return ((quantile(httpLatencies, 0.5), quantile(httpLatencies, 0.99)), (quantile(socketLatencies, 0.5), quantile(socketLatencies, 0.99)))
+        return latencies
     }
 }
 

@@ -40,6 +40,16 @@ import TestSupport
         def post(path):
             with urllib.request.urlopen(urllib.request.Request(sys.argv[1] + path, method="POST"), timeout=10) as reply:
                 return json.load(reply)
+        def settled(measure, within):
+            # measure() once it has stopped changing (and is not 0), or after `within` seconds.
+            last, deadline = measure(), time.monotonic() + within
+            while time.monotonic() < deadline:
+                time.sleep(0.3)
+                now = measure()
+                if now == last and now > 0:
+                    break
+                last = now
+            return last
 
         """#
 
@@ -143,13 +153,7 @@ import TestSupport
                             return int(line.split()[-1])
             # Until the stream has filled what it may (a moment; longer for a daemon under the
             # thread sanitizer).
-            first, deadline = delivered(), time.monotonic() + 3
-            while time.monotonic() < deadline:
-                time.sleep(0.3)
-                now = delivered()
-                if now == first and now > 0:
-                    break
-                first = now
+            first = settled(delivered, within=3)
             time.sleep(1.0)
             second = delivered()
             started = time.monotonic()
@@ -184,6 +188,40 @@ import TestSupport
         if !Sanitizer.isActive {
             #expect(try world.daemon.memory("VmRSS") - memoryBefore < 64 * 1024, "kB")
         }
+    }
+
+    @Test func a_unix_socket_stream_that_stops_reading_fills_the_default_send_buffer_and_no_more() throws {
+        // A Unix socket's send buffer is all that bounds what its peer has not read. Fixed at
+        // the TCP connections' 64 KiB (128 KiB as the kernel counts, its overhead included),
+        // it would hold under 128 KiB of 4 KiB writes; left at the socket front's default
+        // (net.core.wmem_default, 208 KiB on Linux), it holds more, and still a bounded amount.
+        let directory = try TemporaryDirectory()
+        let pad = String(repeating: "x", count: 2000)
+        try directory.write("numbers.ndjson", (1...4000).map { #"{"n":\#($0),"pad":"\#(pad)"}"# }.joined(separator: "\n") + "\n")
+        let socketPath = directory.path("http.sock")
+        let world = try HTTPWorld(pageSize: 10, unixSocket: socketPath, directory: directory)
+        try world.daemon.log.waitForLine(containing: "listening on \(socketPath)")
+        let result = try world.python(Self.client + """
+            import array, fcntl, socket, termios
+            stuck = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            stuck.connect(sys.argv[2])
+            # HTTP/1.0, as nginx proxies by default: the stream is written 4 KiB at a time.
+            stuck.sendall(b"GET /v1/feeds/numbers/events HTTP/1.0\\r\\n\\r\\n")
+            def queued():
+                count = array.array("i", [0])
+                fcntl.ioctl(stuck, termios.FIONREAD, count)
+                return count[0]
+            # Once the bytes waiting for the client have stopped growing.
+            queued = settled(queued, within=10)
+            with open("/proc/sys/net/core/wmem_default") as file:
+                default = int(file.read())
+            print(json.dumps({"queued": queued, "default": default}))
+            """, [socketPath])
+        let queued = result["queued"]?.integerValue ?? -1
+        let sendBufferDefault = try #require(result["default"]?.integerValue)
+        try #require(sendBufferDefault >= 200_000, "this test assumes Linux's default socket send buffer (212992 bytes)")
+        #expect(queued > 128 * 1024, "the stream's connection keeps the socket's default send buffer: \(result.jsonText)")
+        #expect(queued < sendBufferDefault + 64 * 1024, "and no more: \(result.jsonText)")
     }
 
     @Test func a_thousand_streams_each_get_every_page_in_order() throws {

@@ -47,6 +47,8 @@ final class MicroHTTPDaemon {
     /// libmicrohttpd's messages while it starts, for the error if it cannot.
     private var startMessages: [String]? = []
     private var isRunning = false
+    /// Whether the listener is TCP, whose connections get a fixed send buffer (``sendBufferBytes``).
+    private let fixesSendBuffer: Bool
     let name: String
 
     /// Starts serving `listener`, a listening stream socket this daemon now owns.
@@ -59,6 +61,7 @@ final class MicroHTTPDaemon {
         self.handler = handler
         self.counters = counters
         self.logger = logger
+        fixesSendBuffer = Self.isTCP(listener)
         var flags = MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
         if tls != nil {
             guard MHD_is_feature_supported(.FEATURE_TLS) == .YES else {
@@ -178,19 +181,33 @@ final class MicroHTTPDaemon {
         }
     }
 
-    /// The kernel's send buffer of each connection. A fixed size turns off its autotuning,
+    /// The kernel's send buffer of each TCP connection. A fixed size turns off its autotuning,
     /// which lets the buffer of a client that does not read grow to megabytes (tcp_wmem): that
-    /// client would take that much of the stream before it stopped advancing.
+    /// client would take that much of the stream before it stopped advancing. A Unix socket's is
+    /// left as it is: it is not autotuned, its default (net.core.wmem_default, 208 KiB) is what
+    /// the socket front's connections have, and it is all that bounds what the peer has not read
+    /// (the kernel charges every unread write, with its overhead, to the sender), so at the 128
+    /// KiB this asks for an event stream's 4 KiB writes stall after about five pages.
     static let sendBufferBytes: Int32 = 64 << 10
+
+    private static func isTCP(_ listener: Int32) -> Bool {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) == 0 }
+        }
+        return named && (Int32(address.ss_family) == AF_INET || Int32(address.ss_family) == AF_INET6)
+    }
 
     private static let connectionNotified: MHD_NotifyConnectionCallback = { context, connection, _, event in
         nonisolated(unsafe) let call = (context, connection)
         MainActor.assumeIsolated {
-            let counters = daemon(call.0).counters
+            let daemon = daemon(call.0)
+            let counters = daemon.counters
             if event == .CONNECTION_NOTIFY_STARTED {
                 counters.connections += 1
                 counters.connectionsAccepted += 1
-                if let connection = call.1 {
+                if daemon.fixesSendBuffer, let connection = call.1 {
                     var size = sendBufferBytes
                     _ = setsockopt(feedd_http_connection_descriptor(connection), SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
                 }
