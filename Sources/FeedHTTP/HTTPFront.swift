@@ -90,7 +90,7 @@ public final class HTTPFront: HTTPRequestHandler {
         let connections = limits.maxClients + 64
         for listener in listeners {
             let daemon = try MicroHTTPDaemon(
-                name: listener.name, listener: listener.descriptor,
+                name: listener.name, listener: listener.descriptor, isTCP: listener.port != nil,
                 limits: .init(connections: connections, timeoutSeconds: timeout, connectionMemory: memory), tls: tls, handler: self,
                 counters: counters, logger: logger, loop: loop)
             daemons.append(daemon)

@@ -65,7 +65,7 @@ public struct HTTPListener: Sendable {
         throw HTTPStartError("cannot listen on \(name) for HTTP: \(reason)")
     }
 
-    /// The port a TCP listener is bound to (for `:0` in tests), or nil.
+    /// The port a TCP listener is bound to (for `:0` in tests), or nil for a Unix socket.
     public var port: UInt16? {
         var address = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)

@@ -51,9 +51,10 @@ final class MicroHTTPDaemon {
     private let fixesSendBuffer: Bool
     let name: String
 
-    /// Starts serving `listener`, a listening stream socket this daemon now owns.
+    /// Starts serving `listener`, a listening stream socket this daemon now owns (`isTCP` if it
+    /// listens on TCP, not on a Unix socket).
     init(
-        name: String, listener: Int32, limits: Limits, tls: (certificate: String, key: [UInt8])?, handler: any HTTPRequestHandler,
+        name: String, listener: Int32, isTCP: Bool, limits: Limits, tls: (certificate: String, key: [UInt8])?, handler: any HTTPRequestHandler,
         counters: HTTPCounters, logger: Logger, loop: EventLoop
     ) throws(HTTPStartError) {
         self.name = name
@@ -61,7 +62,7 @@ final class MicroHTTPDaemon {
         self.handler = handler
         self.counters = counters
         self.logger = logger
-        fixesSendBuffer = Self.isTCP(listener)
+        fixesSendBuffer = isTCP
         var flags = MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
         if tls != nil {
             guard MHD_is_feature_supported(.FEATURE_TLS) == .YES else {
@@ -189,15 +190,6 @@ final class MicroHTTPDaemon {
     /// (the kernel charges every unread write, with its overhead, to the sender), so at the 128
     /// KiB this asks for an event stream's 4 KiB writes stall after about five pages.
     static let sendBufferBytes: Int32 = 64 << 10
-
-    private static func isTCP(_ listener: Int32) -> Bool {
-        var address = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) == 0 }
-        }
-        return named && (Int32(address.ss_family) == AF_INET || Int32(address.ss_family) == AF_INET6)
-    }
 
     private static let connectionNotified: MHD_NotifyConnectionCallback = { context, connection, _, event in
         nonisolated(unsafe) let call = (context, connection)
