@@ -72,9 +72,7 @@ enum AckStormReference {
 
     static func feedd() throws -> Storm {
         let directory = try TemporaryDirectory()
-        let path = directory.path("numbers.ndjson")
-        try (1...entries).map(String.init).joined(separator: "\n").appending("\n").write(toFile: path, atomically: false, encoding: .utf8)
-        let daemon = try DaemonProcess(config: StateScenarios.stormConfig(numbers: path), directory: directory)
+        let daemon = try DaemonProcess(config: StateScenarios.stormConfig(in: directory, entries: entries), directory: directory)
         return try storm("feedd", socketPath: daemon.socketPath, pid: daemon.pid)
     }
 

@@ -76,12 +76,12 @@ struct ReferenceServer {
         }
     }
 
+    var processIdentifier: Int32 { process.processIdentifier }
+
     /// SIGKILL, not SIGTERM: the benchmark's code may run on a Dispatch worker thread (it does
     /// after the fleet scenario), which blocks SIGTERM, and a server started from it inherits the
     /// block: the second run of `feedd-bench` waited for Redis forever. No reference keeps
     /// anything to save.
-    var processIdentifier: Int32 { process.processIdentifier }
-
     func stop() {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()

@@ -22,9 +22,12 @@ enum StateScenarios {
         let pingP99: Double
     }
 
-    /// The daemon of an ack storm: its feed `numbers`, one-line pages of the file at `path`.
-    static func stormConfig(numbers path: String) -> String {
-        """
+    /// The daemon of an ack storm: its feed `numbers`, one-line pages of a file of the numbers
+    /// 1...`entries`, written into `directory`.
+    static func stormConfig(in directory: TemporaryDirectory, entries: Int) throws -> String {
+        let path = directory.path("numbers.ndjson")
+        try (1...entries).map(String.init).joined(separator: "\n").appending("\n").write(toFile: path, atomically: false, encoding: .utf8)
+        return """
         [daemon]
         max_clients = 20000
         log_level = "notice"
@@ -42,8 +45,7 @@ enum StateScenarios {
     /// daemon confirms, for `seconds`; meanwhile other clients time `next` on a prefetched feed.
     static func ackStorm(consumers: Int = 1_000, seconds: Double = 8) throws -> AckStorm {
         let directory = try TemporaryDirectory()
-        let path = directory.path("numbers.ndjson")
-        try (1...20_000).map(String.init).joined(separator: "\n").appending("\n").write(toFile: path, atomically: false, encoding: .utf8)
+        let numbers = try stormConfig(in: directory, entries: 20_000)
         // The prefetched feed: user records like randomuser's, 20 to a page (about 5 KB). A file,
         // not a loopback upstream: a fetch must keep ahead of one `next` every 10 ms however busy
         // the machine is, or the figure would time the upstream, not the daemon.
@@ -52,7 +54,7 @@ enum StateScenarios {
             #"{"gender":"female","name":{"title":"Mx","first":"Zoë \#(index)","last":"O'Brien"},"email":"user\#(index)@example.com","#
                 + #""location":{"city":"Zürich"},"login":{"uuid":"bench-\#(index)","username":"user_\#(index)"},"dob":{"age":30},"nat":"CH"}"#
         }.joined(separator: "\n").appending("\n").write(toFile: usersPath, atomically: false, encoding: .utf8)
-        let daemon = try DaemonProcess(config: stormConfig(numbers: path) + """
+        let daemon = try DaemonProcess(config: numbers + """
 
             [feeds.users]
             source = "file"

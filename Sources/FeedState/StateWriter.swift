@@ -6,11 +6,12 @@ import Foundation
 /// Group commit: while one transaction commits (and syncs), new changes queue up; the next
 /// transaction takes all of them, so a thousand consumers acking at once cost a handful of
 /// syncs, not a thousand. Under load a transaction also waits out a short window after the last
-/// one (``CommitPacing``), since acks that trickle in would otherwise each catch a sync of their own. Each change is checked against the state as the transaction has
-/// left it so far; a rejected change is answered at once and the others go ahead. If the
-/// transaction fails (disk full, read-only, I/O error), it is rolled back and every change in it
-/// fails with that error. Only after `COMMIT` returned are the changes applied to the mirror
-/// readers see, and only then are their callers resumed.
+/// one (``CommitPacing``), since acks that trickle in would otherwise each catch a sync of their
+/// own. Each change is checked against the state as the transaction has left it so far; a
+/// rejected change is answered at once and the others go ahead. If the transaction fails (disk
+/// full, read-only, I/O error), it is rolled back and every change in it fails with that error.
+/// Only after `COMMIT` returned are the changes applied to the mirror readers see, and only then
+/// are their callers resumed.
 ///
 /// Callers on the main actor (the event loop's thread) are answered in batches: a hop to the
 /// main queue runs up to ``mainActorAnswersPerJob`` main-actor completions in the order the
