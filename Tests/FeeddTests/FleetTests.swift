@@ -43,9 +43,17 @@ import TestSupport
 
     /// Waits until `status` says the cluster is `state`.
     static func waitForCluster(_ daemon: DaemonProcess, _ state: String, within timeout: Duration = .seconds(15)) throws {
+        _ = try waitForCluster(daemon, "become \(state)", within: timeout) { $0["state"]?.stringValue == state }
+    }
+
+    /// Waits until `status`'s `cluster` object satisfies `condition` (`what`, for the failure), and returns it.
+    static func waitForCluster(
+        _ daemon: DaemonProcess, _ what: String, within timeout: Duration = .seconds(15), until condition: (JSONValue) -> Bool
+    ) throws -> JSONValue {
         let deadline = ContinuousClock.now + timeout
-        while try status(daemon)["cluster"]?["state"]?.stringValue != state {
-            guard ContinuousClock.now < deadline else { throw TestFailure("the cluster did not become \(state) within \(timeout)") }
+        while true {
+            if let cluster = try status(daemon)["cluster"], condition(cluster) { return cluster }
+            guard ContinuousClock.now < deadline else { throw TestFailure("the cluster did not \(what) within \(timeout)") }
             usleep(100_000)
         }
     }
