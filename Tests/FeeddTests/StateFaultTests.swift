@@ -85,6 +85,25 @@ import TestSupport
         #expect(try Self.subscribe(daemon, as: "eve").1["after"] == 18, "nothing was acknowledged")
     }
 
+    /// The records of the pages filed so far are written as a consumer is sent the first of them,
+    /// so that the consumers that come to those pages next find them stored: their acks then wait
+    /// for the commit of their cursors only, not for a page's record first.
+    @Test func pages_filed_ahead_are_recorded_as_a_consumer_is_sent_the_first() throws {
+        let directory = try TemporaryDirectory()
+        let (state, numbers) = (directory.path("state"), try Self.numbers(in: directory))
+        let config = Self.config(state: state, numbers: numbers).replacingOccurrences(of: "prefetch = 0", with: "prefetch = 8")
+        let daemon = try DaemonProcess(config: config, directory: directory)
+        let (client, _) = try Self.subscribe(daemon, as: "dora")
+        try AnswersTogetherTests.waitUntilCached(pages: 8, by: daemon)
+        try client.send("next numbers")
+        #expect(try client.expect("page")["page"] == 1)
+        #expect(try client.request("ack numbers 1")["page"] == 1)
+        try Self.kill(daemon)
+        let stored = try ChildProcess.run(Self.sqlite, ["\(state)/state.db", "SELECT count(*) FROM pages"])
+        let count = Int(stored.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        #expect(count >= 8, "pages recorded by the time page 1's ack was durable: \(stored.output)\(stored.errors)")
+    }
+
     /// A generation near `Int64.max` in `state.db`: the daemon starts (the row is rejected and
     /// logged) even with a changed definition, and refreshes; `state check` names the row.
     @Test func a_hostile_generation_in_the_state_is_rejected_not_a_crash_and_check_names_it() throws {

@@ -165,7 +165,10 @@ extension Feed {
             }
             let event = subscription.deliver(page)
             counters.pagesDelivered += 1
-            if recordsAhead { storedPages.recordAhead(through: number) }
+            // Every page filed so far, not only this one: in a storm the consumers that reach a
+            // page after the first would otherwise find its record still on its way, and their
+            // acks would wait for that commit before their cursors could be queued.
+            if recordsAhead { storedPages.recordAhead(through: max(number, paging.furthestFiled)) }
             sink.receive(event)
         }
     }

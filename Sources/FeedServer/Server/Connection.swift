@@ -75,6 +75,8 @@ final class Connection: ClientHandle {
     /// consumed from the front without copying what is left.
     private var unhandledInput: [UInt8] = []
     private var unhandledOffset = 0
+    /// What keeps answers queued that would otherwise be written now (see ``OutputHold``).
+    private var hold = OutputHold()
 
     init(descriptor: Int32, peer: PeerCredentials?, clientID: ClientID, environment: ConnectionEnvironment) {
         self.descriptor = descriptor
@@ -127,7 +129,7 @@ final class Connection: ClientHandle {
         for _ in 0..<4 {
             let count = read(descriptor, buffer.baseAddress, buffer.count)
             if count > 0 {
-                handleInput(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                answerTogether { handleInput(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) }
                 if !state.isReading || count < buffer.count { return }
             } else if count == 0 {
                 endOfInput()
@@ -138,6 +140,16 @@ final class Connection: ClientHandle {
                 return
             }
         }
+    }
+
+    /// Answers the requests `handle` decodes, and writes their answers together once it returns:
+    /// one write for requests a client sent together, not one each (unless an ack among them holds
+    /// them, ``holdOutputForAcknowledgement()``).
+    private func answerTogether(_ handle: () -> Void) {
+        hold.startAnswering()
+        handle()
+        hold.stopAnswering()
+        writeHeldOutput()
     }
 
     /// Handles every line in `bytes`; what is left when reading pauses is kept for ``resumeReading()``.
@@ -254,7 +266,7 @@ final class Connection: ClientHandle {
         // Whether or not the socket takes more now, a client whose unread answers are over the
         // bound gets no more requests read until they drain (SPEC §5, flow control).
         defer { if output.byteCount > environment.inputPauseBytes, state.pause() { updateInterest() } }
-        guard stallTimer == nil else { return }
+        guard stallTimer == nil, !hold.isHolding else { return }
         switch output.flush(to: descriptor) {
         case .drained:
             // A client that stopped sending leaves once its last answer is out.
@@ -279,6 +291,29 @@ final class Connection: ClientHandle {
         }
         stallTimer = timer
         updateInterest()
+    }
+
+    /// Called for an `ack` as it is handled: if the answers to requests that came before it in
+    /// the same read are still queued, they wait for the ack's answer (a durable ack waits for a
+    /// group commit) and leave with it in one write, as the client waits for all of them anyway.
+    /// True if they do: call ``releaseOutputHold()`` once the ack is answered.
+    func holdOutputForAcknowledgement() -> Bool {
+        hold.holdForAcknowledgement(answersQueued: !output.isEmpty)
+    }
+
+    /// The ack that ``holdOutputForAcknowledgement()`` held the output for is answered.
+    func releaseOutputHold() {
+        hold.release()
+        writeHeldOutput()
+    }
+
+    /// Writes what a hold kept queued once nothing holds it; if that makes room in a page window
+    /// that was full (the engine stopped handing this connection pages), says it can take pages.
+    private func writeHeldOutput() {
+        guard !hold.isHolding, !state.isClosed else { return }
+        let windowWasFull = output.pageCount >= environment.pageWindow
+        flush()
+        if windowWasFull, canTakePage, stallTimer == nil { context.connectionCanTakePages(self) }
     }
 
     private func writable() {
@@ -310,10 +345,13 @@ final class Connection: ClientHandle {
         unhandledInput = []
         unhandledOffset = 0
         guard offset < pending.count else { return }
-        let consumed = pending.withUnsafeBytes { bytes in
-            lines.split(UnsafeRawBufferPointer(rebasing: bytes[offset...])) { piece in
-                answer(piece)
-                return state.isReading
+        var consumed = 0
+        answerTogether {
+            consumed = pending.withUnsafeBytes { bytes in
+                lines.split(UnsafeRawBufferPointer(rebasing: bytes[offset...])) { piece in
+                    answer(piece)
+                    return state.isReading
+                }
             }
         }
         if state == .paused, offset + consumed < pending.count {

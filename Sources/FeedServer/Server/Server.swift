@@ -221,12 +221,17 @@ public final class Server: ConnectionContext {
         case .next(let name, let count):
             service.next(client, feed: name, count: count, replyTo: id?.replyTag, answer: answer { $0.map { Message.subscribed($0, id: id) } })
         case .ack(let name, let page):
-            service.acknowledge(client, feed: name, through: page, answer: answer { cursor in
+            let holdsOutput = connection.holdOutputForAcknowledgement()
+            let reply: (Result<Int, ServiceError>) -> Void = answer { cursor in
                 var line = Message(type: "ack")
                 line.field("feed", name)
                 line.field("page", cursor)
                 return line.line(replyTo: id)
-            })
+            }
+            service.acknowledge(client, feed: name, through: page) { result in
+                reply(result)
+                if holdsOutput { connection.releaseOutputHold() }
+            }
         case .unsubscribe(let name):
             service.unsubscribe(client, from: name, answer: answer { Message.simple("unsubscribed", feed: name, id: id) })
         case .refresh(let name):
