@@ -101,8 +101,10 @@ final class Daemon {
         let listeningDescriptor = openListeningSocket(configuration.daemon, passed: passed.filter { $0.name != Self.httpSocketName }.map(\.descriptor))
         let directory = FeedDirectory(store: store, encoder: PageLineEncoder(), logger: logger)
         self.directory = directory
-        // Before the feeds are made: shared feeds serve alone until they join.
+        // Before the feeds are made: shared feeds serve alone until they join, and every feed
+        // starts its fetches once the turn's answers are written.
         directory.clusterName = configuration.cluster?.name
+        directory.afterTurn = loop.afterTurn
         let service = FeedService(
             directory: directory, limits: FeedService.Limits(subscriptionsPerClient: configuration.daemon.maxSubscriptions), logger: logger)
         self.service = service

@@ -15,8 +15,19 @@ import Testing
 @Suite(.timeLimit(.minutes(3))) struct EngineModelTests {
     @Test(arguments: 1...40)
     func random_schedules_keep_the_engine_invariants(seed: UInt64) async {
+        await runSchedule(seed: seed, turns: nil)
+    }
+
+    /// As in the daemon, a feed's looks for upstream work wait for the end of the event loop's
+    /// turn, which comes after a step or after several.
+    @Test(arguments: 1...20)
+    func random_schedules_with_looks_deferred_to_the_turns_end_keep_the_engine_invariants(seed: UInt64) async {
+        await runSchedule(seed: seed, turns: ManualTurns())
+    }
+
+    private func runSchedule(seed: UInt64, turns: ManualTurns?) async {
         var random = SplitMix64(seed: seed)
-        let world = ScriptedWorld(prefetch: Int(random.next() % 3), honoursCancellation: random.next() % 2 == 0)
+        let world = ScriptedWorld(prefetch: Int(random.next() % 3), honoursCancellation: random.next() % 2 == 0, afterTurn: turns?.afterTurn)
         var readers: [(log: EventLog, subscription: Reader)] = []
         var steps: [String] = []
 
@@ -63,6 +74,7 @@ import Testing
             default:
                 continue
             }
+            if let turns, random.next() % 3 != 0 { turns.end() }
             await world.settle()
             check(world, readers, seed: seed, steps: steps)
         }
@@ -72,6 +84,10 @@ import Testing
         // call left pending while 3 s pass times out, and counts as one more failure.
         for _ in 0..<60 where readers.contains(where: { $0.subscription.hasPendingRequests }) {
             for _ in 0..<200 {
+                if let turns, turns.isWaiting {
+                    turns.end()
+                    await world.settle()
+                }
                 guard let call = world.script.pendingCalls.first else { break }
                 world.script.answer(.page(items: 1, next: .more(token: "after-\(call.request.page)")), call: call.number)
                 await world.settle()

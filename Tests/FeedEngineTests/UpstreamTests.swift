@@ -21,7 +21,7 @@ final class ScriptedWorld {
     init(
         prefetch: Int = 0, timeout: Duration = .seconds(1), honoursCancellation: Bool = true, bytesPerItem: Int = 0,
         encoder: (any PageEncoder)? = nil, store: MemoryState? = nil, clusterName: String? = nil, clock: ManualClock = ManualClock(),
-        seededItems: Bool = false, reproducesPages: Bool = true, direct: Bool = false
+        seededItems: Bool = false, reproducesPages: Bool = true, direct: Bool = false, afterTurn: TurnEnd? = nil
     ) {
         script = FetchScript(honoursCancellation: honoursCancellation, seededItems: seededItems)
         self.reproducesPages = reproducesPages
@@ -36,6 +36,7 @@ final class ScriptedWorld {
             store: store, encoder: encoder ?? DescribingEncoder(bytesPerItem: bytesPerItem), logger: Logger(sink: NoLog()), clock: clock)
         directory.jitter = { 1.0 }
         directory.clusterName = clusterName
+        directory.afterTurn = afterTurn
         service = FeedService(directory: directory, limits: FeedService.Limits(subscriptionsPerClient: 256), logger: Logger(sink: NoLog()))
         apply()
     }

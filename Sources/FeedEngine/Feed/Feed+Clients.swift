@@ -127,12 +127,12 @@ extension Feed {
     // MARK: Delivery
 
     /// Delivers to `client` every page it wants that is ready and that it can take, answers its
-    /// `next`s with `end` past the last page, then fetches what is missing.
+    /// `next`s with `end` past the last page, then fetches what is missing once the turn is over.
     func pump(_ client: ClientID) {
-        guard let subscription = subscriptions[client] else { return advanceUpstream() }
+        guard let subscription = subscriptions[client] else { return advanceUpstreamAfterTurn() }
         deliver(to: subscription)
         if planner.canSkip(after: subscription, look: currentLook, demand: demand, cache: cache, paging: paging) { return }
-        advanceUpstream()
+        advanceUpstreamAfterTurn()
     }
 
     /// Only the subscriptions that want a page are visited: when a prefetched page lands, a
@@ -140,7 +140,7 @@ extension Feed {
     func wakeSubscribers() {
         let waiting = subscriptions.all.filter(\.wantsPage)
         for subscription in waiting { deliver(to: subscription) }
-        advanceUpstream()
+        advanceUpstreamAfterTurn()
     }
 
     /// Pages are queued a window at a time and written together, so a subscriber catching up on

@@ -18,6 +18,18 @@ extension Feed {
         cache.trim(to: cacheLimits, wanted: isWanted)
     }
 
+    /// Looks for upstream work once the turn of the event loop is over, after what the turn
+    /// wrote: an answer delivered now (a socket line, an HTTP response libmicrohttpd sends after
+    /// its callback returns, an event stream's write) leaves before a fetch starts a task and
+    /// wakes a worker thread, which on a small machine competes with the client for a core. The
+    /// looks of one turn are one look, made with what holds then.
+    func advanceUpstreamAfterTurn() {
+        guard let afterTurn else { return advanceUpstream() }
+        guard !isLookPending else { return }
+        isLookPending = true
+        afterTurn { [weak self] in self?.handle(.turnEnded) }
+    }
+
     /// Starts the one upstream call the feed needs next, if the upstream is free.
     func advanceUpstream() {
         guard upstream.isIdle, !isStartingOver else { return planner.forget() }

@@ -36,6 +36,10 @@ public final class Feed {
     var onHealthChange: (() -> Void)?
     /// Called when the feed starts a new generation, so feeds that gather it start one too.
     var onNewGeneration: (() -> Void)?
+    /// Runs the feed's look for upstream work once the turn is over; nil looks at once.
+    var afterTurn: TurnEnd?
+    /// Whether a look is already waiting for the end of the turn.
+    var isLookPending = false
 
     var paging: GenerationPaging
     var cache = PageCache()
@@ -152,6 +156,9 @@ public final class Feed {
             perform(upstream.timerFired(id))
         case .fleet(let input):
             handleFleet(input)
+        case .turnEnded:
+            isLookPending = false
+            advanceUpstream()
         case .reload(let definition):
             reconfigure(definition)
         }

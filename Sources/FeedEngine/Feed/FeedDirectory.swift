@@ -22,6 +22,9 @@ public final class FeedDirectory {
     private var fleetWatches: [Task<Void, Never>] = []
     /// Called when any feed's health changes, feeds come and go, or the fleet is reached or lost.
     public var onChange: (() -> Void)?
+    /// Where the feeds started from now on defer their looks for upstream work to (see
+    /// ``Feed/advanceUpstreamAfterTurn()``); nil looks at once. Set it before the first ``apply(_:)``.
+    public var afterTurn: TurnEnd?
 
     private let clock: any EngineClock
     /// The retry jitter of feeds started from now on; nil for the random one (tests fix it).
@@ -77,6 +80,7 @@ public final class FeedDirectory {
             }
             let shared = clusterName != nil && definition.settings.shared && definition.adapter.memberFeeds.isEmpty
             let feed = Feed(definition: definition, store: store, encoder: encoder, logger: logger, clock: clock, jitter: jitter, shared: shared)
+            feed.afterTurn = afterTurn
             feed.onHealthChange = { [weak self] in self?.onChange?() }
             feed.onNewGeneration = { [weak self] in self?.memberStartedGeneration(name) }
             feeds[name] = feed

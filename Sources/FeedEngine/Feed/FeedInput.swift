@@ -33,6 +33,8 @@ enum FeedInput {
     case timer(id: Int)
     /// What the fleet said or did.
     case fleet(FleetInput)
+    /// The turn of the event loop in which the feed deferred its look for upstream work is over.
+    case turnEnded
 
     // MARK: The daemon
 

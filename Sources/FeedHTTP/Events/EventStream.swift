@@ -30,8 +30,9 @@ final class EventStream: FeedEventSink {
     /// Whether anything was queued since the last keep-alive check.
     private var sentSinceKeepAlive = false
 
-    /// The most bytes one call of libmicrohttpd's copies (into its buffer for the connection,
-    /// ``HTTPFront/connectionMemory`` less the request's header).
+    /// The most bytes one call of libmicrohttpd's copies: into the connection's buffer for a
+    /// chunked stream (``HTTPFront/connectionMemory`` less the request's header), into the
+    /// response's block, of this size, for an unchunked one. A page of a few dozen KB fits whole.
     static let chunkLimit = 32 * 1024
 
     init(feed: String, access: FeedAccess, counters: HTTPCounters, window: Int) {
@@ -137,8 +138,11 @@ final class EventStream: FeedEventSink {
         // The response keeps the stream until libmicrohttpd destroys it.
         let context = Unmanaged.passRetained(self).toOpaque()
         // libmicrohttpd fills an unchunked stream (HTTP/1.0) into the response's own block, a
-        // chunked one into the connection's buffer: the block is never used, and so kept small.
-        let blockSize = chunked ? 64 : 4096
+        // chunked one into the connection's buffer: that block is never used, and so kept small.
+        // Each fill is one write, and libmicrohttpd writes once per stream per `MHD_run`, so an
+        // unchunked block holds a page whole: one write per page, one skb on a Unix socket and
+        // one wake-up of the client, not six 4 KiB writes over six passes of `MHD_run`.
+        let blockSize = chunked ? 64 : Self.chunkLimit
         let response = MHD_create_response_from_callback(UInt64.max, blockSize, Self.read, context, Self.release)
         if response == nil { Unmanaged<EventStream>.fromOpaque(context).release() }
         return response

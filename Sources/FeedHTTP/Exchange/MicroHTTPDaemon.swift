@@ -47,6 +47,8 @@ final class MicroHTTPDaemon {
     /// libmicrohttpd's messages while it starts, for the error if it cannot.
     private var startMessages: [String]? = []
     private var isRunning = false
+    /// Whether a run at the end of the turn is due (``runSoon()``).
+    private var isRunDue = false
     /// Whether the listener is TCP, whose connections get a fixed send buffer (``sendBufferBytes``).
     private let fixesSendBuffer: Bool
     let name: String
@@ -113,18 +115,19 @@ final class MicroHTTPDaemon {
         timer = (scheduled, deadline)
     }
 
-    /// Runs libmicrohttpd on the loop's next turn: a connection was resumed. (Run from the
+    /// Runs libmicrohttpd once the loop's turn is over: a connection was resumed. (Run from the
     /// event loop, libmicrohttpd has no wake-up descriptor of its own: `MHD_run` must follow
     /// `MHD_resume_connection`, and a resume during `MHD_run` is only seen by the next one.)
+    /// Run then, the answers and events of the turn are written before the fetch a feed deferred
+    /// to the end of the same turn starts, since the feed defers it after delivering them.
     func runSoon() {
-        if let timer {
-            if timer.deadline <= .now { return }
-            loop.cancel(timer.timer)
+        guard !isRunDue else { return }
+        isRunDue = true
+        loop.afterTurn { [weak self] in
+            guard let self else { return }
+            isRunDue = false
+            run()
         }
-        timer = (loop.scheduleTimer(after: .zero) { [weak self] in
-            self?.timer = nil
-            self?.run()
-        }, .now)
     }
 
     // MARK: libmicrohttpd's callbacks
@@ -188,7 +191,7 @@ final class MicroHTTPDaemon {
     /// left as it is: it is not autotuned, its default (net.core.wmem_default, 208 KiB) is what
     /// the socket front's connections have, and it is all that bounds what the peer has not read
     /// (the kernel charges every unread write, with its overhead, to the sender), so at the 128
-    /// KiB this asks for an event stream's 4 KiB writes stall after about five pages.
+    /// KiB this asks for an event stream would stall after a few pages.
     static let sendBufferBytes: Int32 = 64 << 10
 
     private static let connectionNotified: MHD_NotifyConnectionCallback = { context, connection, _, event in
