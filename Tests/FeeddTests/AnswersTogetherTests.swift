@@ -39,16 +39,11 @@ import TestSupport
         StateFaultTests.config(state: state, numbers: numbers).replacingOccurrences(of: "prefetch = 0", with: "prefetch = \(cachedPages)")
     }
 
-    /// Asks `status` until the feed has cached `pages` pages.
+    /// Waits until the feed has cached `pages` pages.
     static func waitUntilCached(pages: Int, by daemon: DaemonProcess) throws {
-        let client = try daemon.connect()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            let status = try client.request("status")
-            if let cached = status["feeds"]?.arrayValue?.first?["cached_pages"]?.integerValue, cached >= pages { return }
-            usleep(10_000)
+        try daemon.waitForStatus("the feed cached \(pages) pages", within: .seconds(10)) { status in
+            (status["feeds"]?.arrayValue?.first?["cached_pages"]?.integerValue ?? 0) >= pages
         }
-        throw TestFailure("the feed did not cache \(pages) pages within 10 s")
     }
 
     @Test func a_page_asked_for_with_an_ack_leaves_in_one_write_with_the_ack_once_it_is_durable() throws {

@@ -150,16 +150,37 @@ import TestSupport
 @Suite struct ManyConsumersTests {
     static let consumers = 30_000
 
-    /// Subscribes consumers `c0` … from 100 connections at once, one subscribe in flight on
-    /// each (each replaces that connection's last and stores the new consumer's cursor, and the
-    /// store commits the 100 writes together).
-    static func subscribe(_ count: Int, daemon: DaemonProcess) throws {
+    /// Subscribes consumers `c…` numbered `numbers` from 100 connections at once, one subscribe in
+    /// flight on each (each replaces that connection's last and stores the new consumer's cursor,
+    /// and the store commits the 100 writes together); the connections then leave.
+    static func subscribe(_ numbers: Range<Int>, daemon: DaemonProcess) throws {
         let clients = try (0..<100).map { _ in try daemon.connect() }
-        for round in stride(from: 0, to: count, by: clients.count) {
-            let names = round..<min(round + clients.count, count)
+        for round in stride(from: numbers.lowerBound, to: numbers.upperBound, by: clients.count) {
+            let names = round..<min(round + clients.count, numbers.upperBound)
             for (client, number) in zip(clients, names) { try client.send(#"{"op":"subscribe","feed":"numbers","consumer":"c\#(number)"}"#) }
             for (client, _) in zip(clients, names) { try client.expect("subscribed") }
         }
+    }
+
+    /// The median time `client` waits for `status`, over 7 asks, and the answer's size.
+    static func statusTime(_ client: TestClient, consumers: Int) throws -> (median: Duration, bytes: Int) {
+        var times: [Duration] = []
+        var size = 0
+        for _ in 0..<7 {
+            // Any other request makes the next status a fresh one, not the one built < 100 ms ago.
+            _ = try client.request(#"{"op":"unsubscribe","feed":"numbers"}"#)
+            let asked = ContinuousClock.now
+            try client.send("status")
+            let status = try client.expect("status")
+            times.append(ContinuousClock.now - asked)
+            let feed = try #require(status["feeds"]?.arrayValue?.first)
+            #expect(feed["consumer_count"] == .integer(Int64(consumers)))
+            #expect(feed["consumers"]?.arrayValue?.count == 100 && feed["consumers_truncated"] == true)
+            size = status.jsonText.utf8.count
+        }
+        let median = times.sorted()[times.count / 2]
+        print("status with \(consumers) consumers: median \(median), all \(times), \(size) bytes")
+        return (median, size)
     }
 
     /// SPEC §5: every request is answered. Each subscribe replaces the connection's last
@@ -184,34 +205,27 @@ import TestSupport
         #expect(try client.request(["op": "consumers", "feed": "numbers", "limit": 1000])["consumers"]?.arrayValue?.count == count)
     }
 
-    @Test(.timeLimit(.minutes(1))) func status_with_30000_consumers_answers_in_under_20_ms_and_pings_are_not_held_up() throws {
+    /// SPEC §5 `status` summarises a feed's consumers: their count and the 100 furthest behind.
+    /// Its cost may grow with the consumers, but no faster than they do, and it holds up no other
+    /// client for longer than it takes. Each time is measured against the same daemon in the same
+    /// test, not against the clock: the machine is shared.
+    @Test(.timeLimit(.minutes(1))) func status_with_30000_consumers_costs_linear_time_at_most_and_pings_are_not_held_up() throws {
         let daemon = try ProtocolTests.numbersFeed(lines: 50, pageSize: 10, extraFeed: "max_consumers = 40000")
-        let started = ContinuousClock.now
-        try Self.subscribe(Self.consumers, daemon: daemon)
-        print("\(Self.consumers) consumers subscribed in \(ContinuousClock.now - started)")
-        // The 100 subscribers have left: the first ping is answered once the daemon is past that.
         let client = try daemon.connect()
+        let tenth = Self.consumers / 10
+        try Self.subscribe(0..<tenth, daemon: daemon)
+        let fewer = try Self.statusTime(client, consumers: tenth)
+        let started = ContinuousClock.now
+        try Self.subscribe(tenth..<Self.consumers, daemon: daemon)
+        print("\(Self.consumers - tenth) more consumers subscribed in \(ContinuousClock.now - started)")
+        // The 100 subscribers have left: the first ping is answered once the daemon is past that.
         let firstPing = ContinuousClock.now
         #expect(try client.request("ping")["type"] == "pong")
-        #expect(ContinuousClock.now - firstPing < .milliseconds(200), "100 clients leaving a feed of 30,000 consumers cost little")
-        var times: [Duration] = []
-        var size = 0
-        for _ in 0..<7 {
-            // Any other request makes the next status a fresh one, not the one built < 100 ms ago.
-            _ = try client.request(#"{"op":"unsubscribe","feed":"numbers"}"#)
-            let asked = ContinuousClock.now
-            try client.send("status")
-            let status = try client.expect("status")
-            times.append(ContinuousClock.now - asked)
-            let feed = try #require(status["feeds"]?.arrayValue?.first)
-            #expect(feed["consumer_count"] == .integer(Int64(Self.consumers)) && feed["consumers_truncated"] == true)
-            #expect(feed["consumers"]?.arrayValue?.count == 100)
-            size = status.jsonText.utf8.count
-        }
-        let median = times.sorted()[times.count / 2]
-        print("status with \(Self.consumers) consumers: median \(median), all \(times), \(size) bytes")
-        #expect(median < .milliseconds(20))
-        #expect(size < 64 << 10, "a summary, not 30,000 entries")
+        let firstPingTime = ContinuousClock.now - firstPing
+        let all = try Self.statusTime(client, consumers: Self.consumers)
+        #expect(all.median < fewer.median * 30, "ten times the consumers: at most three times linear growth")
+        #expect(all.bytes < 64 << 10, "a summary, not 30,000 entries")
+        #expect(firstPingTime < all.median * 10, "100 clients leaving a feed of 30,000 consumers cost less than ten status builds")
 
         // Pings from one client while another polls status without pause.
         let stop = Atomic(false)
@@ -239,6 +253,7 @@ import TestSupport
         }
         let sortedPings = pings.sorted()
         print("pings while status is polled: median \(sortedPings[25]), slowest \(sortedPings[49])")
-        #expect(sortedPings[25] < .milliseconds(20))
+        // A ping waits for the request being answered when it arrives, and no more.
+        #expect(sortedPings[25] < all.median * 2)
     }
 }

@@ -50,12 +50,8 @@ import TestSupport
     static func waitForCluster(
         _ daemon: DaemonProcess, _ what: String, within timeout: Duration = .seconds(15), until condition: (JSONValue) -> Bool
     ) throws -> JSONValue {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let cluster = try status(daemon)["cluster"], condition(cluster) { return cluster }
-            guard ContinuousClock.now < deadline else { throw TestFailure("the cluster did not \(what) within \(timeout)") }
-            usleep(100_000)
-        }
+        let status = try daemon.waitForStatus("the cluster did \(what)", within: timeout) { $0["cluster"].map(condition) ?? false }
+        return try #require(status["cluster"])
     }
 
     static func ids(_ page: JSONValue) -> [String] {
@@ -169,11 +165,7 @@ import TestSupport
         try shared.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         daemon.send(signal: SIGHUP)
         _ = try daemon.log.waitForLine(containing: "feed users is now shared with the fleet; its subscribers continue on a new generation")
-        let deadline = ContinuousClock.now + .seconds(15)
-        while try Self.status(daemon)["cluster"]?["joined"] != ["users"] {
-            guard ContinuousClock.now < deadline else { throw TestFailure("users did not join the fleet again") }
-            usleep(100_000)
-        }
+        _ = try Self.waitForCluster(daemon, "join users again") { $0["joined"] == ["users"] }
         try client.send("next users")
         #expect(try client.read(until: "page", timeout: .seconds(10)).found["type"] == "page")
     }

@@ -65,6 +65,23 @@ public final class DaemonProcess: @unchecked Sendable {
         return client
     }
 
+    /// Asks `status` on one connection until `condition` holds of the answer, and returns that
+    /// answer; throws, naming `what` was awaited, after `timeout`. The daemon announces no change of
+    /// its status, so this polls, every 20 ms.
+    @discardableResult
+    public func waitForStatus(
+        _ what: String, within timeout: Duration = .seconds(15), until condition: (JSONValue) -> Bool
+    ) throws -> JSONValue {
+        let client = try connect()
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let status = try client.request("status")
+            if condition(status) { return status }
+            guard ContinuousClock.now < deadline else { throw TestFailure("status did not show that \(what) within \(timeout): \(status.jsonText)") }
+            usleep(20_000)
+        }
+    }
+
     public func send(signal: Int32) {
         kill(process.processIdentifier, signal)
     }
