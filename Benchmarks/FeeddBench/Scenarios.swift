@@ -39,18 +39,44 @@ struct BenchWorld {
 }
 
 enum Scenarios {
-    /// `next` latency in ms (p50, p99) for one client that pauses between pages, and the daemon's
-    /// CPU time per page in ms (fetching, parsing and encoding it, and answering).
-    static func nextLatency(prefetch: Int, samples: Int, pause: Duration) throws -> (p50: Double, p99: Double, cpuPerPage: Double) {
+    /// `next` latency in ms (p50, p99) for one client that pauses between pages, the daemon's
+    /// CPU time per page in ms (fetching, parsing and encoding it, and answering), and the first
+    /// page's line as it was sent.
+    static func nextLatency(
+        prefetch: Int, samples: Int, pause: Duration
+    ) throws -> (p50: Double, p99: Double, cpuPerPage: Double, firstPage: [UInt8]) {
         let world = try BenchWorld(upstreamLatency: .milliseconds(100), feedOptions: "prefetch = \(prefetch)\ncache_pages = 4096")
         let client = try world.daemon.connect()
         try client.send("next users")
-        _ = try client.read(until: "page")
+        var firstPage: [UInt8] = []
+        while !firstPage.starts(with: pageLineStart) {
+            guard let line = try client.connection.readLine() else { throw TestFailure("the daemon closed the connection before the first page") }
+            firstPage = line
+        }
         let cpuBefore = try world.daemon.cpuSeconds()
         let latencies = try timedNexts(client, samples: samples, pause: pause)
         let cpuPerPage = (try world.daemon.cpuSeconds() - cpuBefore) * 1000 / Double(samples)
-        return (quantile(latencies, 0.5), quantile(latencies, 0.99), cpuPerPage)
+        return (quantile(latencies, 0.5), quantile(latencies, 0.99), cpuPerPage, firstPage)
     }
+
+    /// The floor under a prefetched `next`: the same client code, pacing and page line, against a
+    /// C server that answers each request line with the page at once (CReferences/page-echo.c).
+    /// p50 and p99 in ms.
+    static func echoLatency(page: [UInt8], samples: Int, pause: Duration) throws -> (p50: Double, p99: Double) {
+        let echo = try CReference.build("page-echo.c")
+        let directory = try TemporaryDirectory()
+        let socketPath = directory.path("echo.sock")
+        let pagePath = directory.path("page.json")
+        guard FileManager.default.createFile(atPath: pagePath, contents: Data(page + [UInt8(ascii: "\n")])) else {
+            throw TestFailure("cannot write \(pagePath)")
+        }
+        let server = try ReferenceServer(echo.executable, [socketPath, pagePath], ready: "listening")
+        defer { server.stop() }
+        let latencies = try timedNexts(try TestClient(path: socketPath), samples: samples, pause: pause)
+        return (quantile(latencies, 0.5), quantile(latencies, 0.99))
+    }
+
+    private static let pageLineStart = Array(#"{"type":"page""#.utf8)
 
     /// `samples` times, after `pause`: the ms from sending `next users` to having the page line.
     static func timedNexts(_ client: TestClient, samples: Int, pause: Duration) throws -> [Double] {
@@ -60,7 +86,7 @@ enum Scenarios {
             let started = ContinuousClock.now
             try client.send("next users")
             // The raw line: parsing it here would measure the benchmark, not the daemon.
-            guard let line = try client.connection.readLine(), line.starts(with: Array(#"{"type":"page""#.utf8)) else {
+            guard let line = try client.connection.readLine(), line.starts(with: pageLineStart) else {
                 throw TestFailure("expected a page line")
             }
             latencies.append((ContinuousClock.now - started).milliseconds)
