@@ -148,6 +148,7 @@ final class Daemon {
                     "fleet \"\(cluster.name)\" as instance \(instance): "
                         + (fleet.isConnected ? "connected" : "not connected yet; shared feeds are served alone meanwhile"))
                 directory.attach(fleet)
+                fleet.watchConnection()
                 publishStatus()
             } catch {
                 logger.error("cannot join the fleet \"\(cluster.name)\": \(error); every feed is served alone")

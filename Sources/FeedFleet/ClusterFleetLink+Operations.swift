@@ -28,8 +28,10 @@ extension ClusterFleetLink {
         return statistics
     }
 
-    /// Logs each ``ConnectionReport`` for as long as the store is open.
-    func watchConnection() {
+    /// Logs each ``ConnectionReport``, where the connection stands first, for as long as the
+    /// store is open, and keeps the problem it names for ``statistics``. Call it once the link is
+    /// where `status` reads it: a failure is then never logged before `status` can name it.
+    public func watchConnection() {
         let reports = store.client.reports()
         Task { [weak self] in
             var lastRefusalLogged: ContinuousClock.Instant?

@@ -18,11 +18,10 @@ public final class ClusterFleetLink: FleetLink {
     /// The header that carries what the engine needs to page on from a published page.
     static let pageHeader = "Feedd-Page"
 
-    /// A link on `store`; it logs what happens to the connection from now on.
-    public init(store: ClusterStore, logger: Logger) {
+    /// A link on `store`. It logs nothing of the connection until ``watchConnection()``.
+    init(store: ClusterStore, logger: Logger) {
         self.store = store
         self.logger = logger
-        watchConnection()
     }
 
     /// Connects to the cluster of `settings`; an unreachable one is retried in the background.
