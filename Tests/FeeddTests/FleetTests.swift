@@ -385,6 +385,10 @@ import TestSupport
         let urls = nodes.map(\.url)
         let first = try Self.instance(urls, upstream, replicas: 3)
         let second = try Self.instance(urls, upstream, replicas: 3)
+        // While the cluster elects its leaders, a feed is served alone, on a generation of its
+        // own, and moves its subscribers to the fleet's (a `refreshed`) once it joins: the pages
+        // counted here are the fleet's.
+        for instance in [first, second] { _ = try Self.waitForCluster(instance, "join users", within: .seconds(20)) { $0["joined"] == ["users"] } }
         let (reader, subscribed) = try Self.subscribeWhileElecting(first, as: "app")
         #expect(subscribed["after"] == 0)
         try reader.send("next users 2")
