@@ -56,8 +56,8 @@ public final class NATSServer: Sendable {
     /// Starts `count` servers routed to each other as one JetStream cluster; returns once each
     /// accepts clients (the cluster may still be electing its JetStream leader).
     public static func cluster(of count: Int = 3) throws -> [NATSServer] {
-        let clientPorts = try (0..<count).map { _ in try freePort() }
-        let routePorts = try (0..<count).map { _ in try freePort() }
+        let ports = try freePorts(2 * count)
+        let (clientPorts, routePorts) = (Array(ports[..<count]), Array(ports[count...]))
         let servers = try (0..<count).map { index in
             let cluster = Cluster(
                 name: "feedd-test", routeHost: "127.0.0.1", routePort: routePorts[index],
@@ -153,21 +153,30 @@ public final class NATSServer: Sendable {
     }
 
     /// A loopback port nothing listens on right now.
-    public static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+    public static func freePort() throws -> Int { try freePorts(1)[0] }
+
+    /// `count` different loopback TCP ports that were free a moment ago. Each is held until all
+    /// are found: a port given back at once may be the next one handed out, and a cluster whose
+    /// client port is also a route port does not start.
+    public static func freePorts(_ count: Int) throws -> [Int] {
+        var descriptors: [Int32] = []
+        defer { for descriptor in descriptors { close(descriptor) } }
+        return try (0..<count).map { _ in
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard descriptor >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
+            descriptors.append(descriptor)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                    bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+                }
             }
+            guard bound else { throw TestFailure("bind: \(String(cString: strerror(errno)))") }
+            return Int(UInt16(bigEndian: address.sin_port))
         }
-        guard bound else { throw TestFailure("bind: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
