@@ -96,7 +96,8 @@ static size_t respLength(const char *bytes, size_t count) {
 }
 
 // The length of the complete reply at the start of `bytes` (a line for feedd), or 0; fails on an
-// error reply, and on an acknowledgement that acknowledged nothing.
+// error reply, on an acknowledgement that acknowledged nothing, and on the end of a feed (the
+// storm would time answers that are not pages).
 static size_t replyLength(const char *bytes, size_t count) {
     if (isRedis) {
         size_t length = respLength(bytes, count);
@@ -106,6 +107,7 @@ static size_t replyLength(const char *bytes, size_t count) {
     const char *end = memchr(bytes, '\n', count);
     if (end == NULL) return 0;
     if (strncmp(bytes, "{\"type\":\"error\"", 15) == 0) fail("feedd refused", bytes);
+    if (strncmp(bytes, "{\"type\":\"end\"", 13) == 0) fail("a feed ended", bytes);
     return (size_t)(end - bytes) + 1;
 }
 
