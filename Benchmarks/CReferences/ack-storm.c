@@ -10,13 +10,23 @@
 //   redis-cursor: XRANGE numbers R-0 R-0 then SET cursor:cI R: the consumer's cursor as a key of
 //          its own, written once a round, as feedd writes its cursor; the least a durable ack
 //          can cost Redis.
-// Sets up first (feedd: reads each hello and subscribes each consumer; redis: adds ENTRIES
-// entries 1-0… and makes the groups), storms WARMUP seconds untimed, prints "start", storms
-// SECONDS more and prints "stop ROUNDS ELAPSED" (rounds completed in the window), then exits.
-// Usage: ack-storm feedd|redis|redis-cursor SOCKET CONSUMERS WARMUP SECONDS ENTRIES
+// Meanwhile one more connection, the reader, on a thread of its own, asks every 10 ms for a
+// page of about 5 KB that is ready before it is asked for, and times each round trip from its
+// send to the whole reply read:
+//   feedd: {"op":"next","feed":"users"}, a feed with prefetch that is not part of the storm.
+//   redis: XRANGE users N-0 N-0, the stream "users" of the same pages, one entry each.
+// USERS is the file of that feed, one user record a line, PAGE_SIZE records a page.
+// Sets up first (feedd: reads each hello, subscribes each consumer and takes the reader's first
+// page; redis: adds ENTRIES entries 1-0… to "numbers", the pages of USERS to "users", and makes
+// the groups), storms WARMUP seconds untimed, prints "start", storms SECONDS more and prints
+// "stop ROUNDS ELAPSED" (rounds completed in the window), then "reader SAMPLES P50 P99 MAX" (the
+// reader's round trips in the window, ms), and exits.
+// Usage: ack-storm feedd|redis|redis-cursor SOCKET CONSUMERS WARMUP SECONDS ENTRIES USERS PAGE_SIZE
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +47,16 @@ struct connection {
 };
 
 static int isRedis, isCursor;
+
+// The reader: `timing` and `stop` are set by the storm's thread, the rest is the reader thread's
+// once it starts (`pages`, the entries of "users", is set before) until it is joined.
+static struct {
+    struct connection connection;
+    int pages;
+    atomic_int timing, stop;
+    double *latencies;
+    size_t count, capacity;
+} reader;
 
 static void fail(const char *what, const char *detail) {
     // A reply is shown up to its first line end.
@@ -76,7 +96,8 @@ static size_t respLength(const char *bytes, size_t count) {
 }
 
 // The length of the complete reply at the start of `bytes` (a line for feedd), or 0; fails on an
-// error reply, and on an acknowledgement that acknowledged nothing.
+// error reply, on an acknowledgement that acknowledged nothing, and on the end of a feed (the
+// storm would time answers that are not pages).
 static size_t replyLength(const char *bytes, size_t count) {
     if (isRedis) {
         size_t length = respLength(bytes, count);
@@ -86,6 +107,7 @@ static size_t replyLength(const char *bytes, size_t count) {
     const char *end = memchr(bytes, '\n', count);
     if (end == NULL) return 0;
     if (strncmp(bytes, "{\"type\":\"error\"", 15) == 0) fail("feedd refused", bytes);
+    if (strncmp(bytes, "{\"type\":\"end\"", 13) == 0) fail("a feed ended", bytes);
     return (size_t)(end - bytes) + 1;
 }
 
@@ -158,9 +180,44 @@ static void sendRound(struct connection *connection, int consumer) {
     sendAll(connection->socket, request, (size_t)length);
 }
 
-static void setUp(struct connection *connections, int consumers, int entries) {
+// The pages of `path`, `pageSize` lines each, as "users" entries 1-0…, one at a time from `connection`;
+// returns how many.
+static int addPages(struct connection *connection, const char *path, int pageSize) {
+    FILE *file = fopen(path, "r");
+    if (file == NULL) fail("open", path);
+    char *line = NULL, *page = NULL, *request = NULL;
+    size_t lineCapacity = 0, pageLength = 0, pageCapacity = 0;
+    int pages = 0, lines = 0;
+    ssize_t length;
+    while ((length = getline(&line, &lineCapacity, file)) > 0 || pageLength > 0) {
+        if (length > 0) {
+            if (pageLength + (size_t)length + 1 > pageCapacity) page = realloc(page, pageCapacity = 2 * (pageLength + (size_t)length + 1));
+            memcpy(page + pageLength, line, (size_t)length);
+            pageLength += (size_t)length;
+            page[pageLength] = 0;
+            if (++lines < pageSize) continue;
+        }
+        char id[32];
+        snprintf(id, sizeof id, "%d-0", ++pages);
+        const char *add[] = {"XADD", "users", id, "page", page};
+        request = realloc(request, pageLength + 256);
+        sendAll(connection->socket, request, (size_t)command(request, 5, add));
+        awaitReplies(connection, 1);
+        pageLength = 0;
+        lines = 0;
+        if (length <= 0) break;
+    }
+    free(line);
+    free(page);
+    free(request);
+    fclose(file);
+    return pages;
+}
+
+static void setUp(struct connection *connections, int consumers, int entries, const char *users, int pageSize) {
     char request[1 << 16], name[32], number[32];
     if (isRedis) {
+        reader.pages = addPages(&connections[0], users, pageSize);
         // The entries, then a group per consumer, pipelined in batches from the first connection.
         for (int first = 1; first <= entries; first += 500) {
             int length = 0, batch = 0;
@@ -184,6 +241,11 @@ static void setUp(struct connection *connections, int consumers, int entries) {
         return;
     }
     for (int consumer = 0; consumer < consumers; consumer++) awaitReplies(&connections[consumer], 1);
+    // The reader's hello, then its first page (an anonymous subscription's `subscribed` first).
+    static const char firstPage[] = "{\"op\":\"next\",\"feed\":\"users\"}\n";
+    awaitReplies(&reader.connection, 1);
+    sendAll(reader.connection.socket, firstPage, sizeof firstPage - 1);
+    awaitReplies(&reader.connection, 2);
     for (int consumer = 0; consumer < consumers; consumer++) {
         int length = sprintf(request, "{\"op\":\"subscribe\",\"feed\":\"numbers\",\"consumer\":\"c%d\"}\n", consumer);
         sendAll(connections[consumer].socket, request, (size_t)length);
@@ -191,9 +253,58 @@ static void setUp(struct connection *connections, int consumers, int entries) {
     for (int consumer = 0; consumer < consumers; consumer++) awaitReplies(&connections[consumer], 1);
 }
 
+// The reader thread: a page every 10 ms until told to stop, each round trip timed.
+static void *readPages(void *unused) {
+    (void)unused;
+    char request[128];
+    const struct timespec pause = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
+    for (int page = 1; !atomic_load(&reader.stop); page++) {
+        nanosleep(&pause, NULL);
+        int length;
+        if (isRedis) {
+            char id[32];
+            snprintf(id, sizeof id, "%d-0", (page - 1) % reader.pages + 1);
+            const char *range[] = {"XRANGE", "users", id, id};
+            length = command(request, 4, range);
+        } else {
+            length = sprintf(request, "{\"op\":\"next\",\"feed\":\"users\"}\n");
+        }
+        double sent = now();
+        sendAll(reader.connection.socket, request, (size_t)length);
+        awaitReplies(&reader.connection, 1);
+        double took = now() - sent;
+        if (!atomic_load(&reader.timing)) continue;
+        if (reader.count == reader.capacity) reader.latencies = realloc(reader.latencies, (reader.capacity = 2 * reader.capacity + 1024) * sizeof(double));
+        reader.latencies[reader.count++] = took * 1e3;
+    }
+    return NULL;
+}
+
+static int ascending(const void *left, const void *right) {
+    double a = *(const double *)left, b = *(const double *)right;
+    return (a > b) - (a < b);
+}
+
+// The `fraction` quantile of `sorted`, the sample at (count - 1) × fraction rounded up, as
+// feedd-bench's `quantile` takes it.
+static double quantile(const double *sorted, size_t count, double fraction) {
+    double position = (double)(count - 1) * fraction;
+    size_t index = (size_t)position;
+    if ((double)index < position) index += 1;
+    return sorted[index < count ? index : count - 1];
+}
+
+static int connectTo(const char *path) {
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    strncpy(address.sun_path, path, sizeof address.sun_path - 1);
+    int connection = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (connect(connection, (struct sockaddr *)&address, sizeof address) != 0) fail("connect", strerror(errno));
+    return connection;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 7 || (strcmp(argv[1], "feedd") != 0 && strcmp(argv[1], "redis") != 0 && strcmp(argv[1], "redis-cursor") != 0)) {
-        fprintf(stderr, "usage: ack-storm feedd|redis|redis-cursor SOCKET CONSUMERS WARMUP SECONDS ENTRIES\n");
+    if (argc != 9 || (strcmp(argv[1], "feedd") != 0 && strcmp(argv[1], "redis") != 0 && strcmp(argv[1], "redis-cursor") != 0)) {
+        fprintf(stderr, "usage: ack-storm feedd|redis|redis-cursor SOCKET CONSUMERS WARMUP SECONDS ENTRIES USERS PAGE_SIZE\n");
         return 2;
     }
     isCursor = strcmp(argv[1], "redis-cursor") == 0;
@@ -201,13 +312,11 @@ int main(int argc, char **argv) {
     int consumers = atoi(argv[3]), entries = atoi(argv[6]);
     double warmup = atof(argv[4]), seconds = atof(argv[5]);
     struct connection *connections = calloc((size_t)consumers, sizeof *connections);
-    struct sockaddr_un address = {.sun_family = AF_UNIX};
-    strncpy(address.sun_path, argv[2], sizeof address.sun_path - 1);
-    for (int consumer = 0; consumer < consumers; consumer++) {
-        connections[consumer].socket = socket(AF_UNIX, SOCK_STREAM, 0);
-        if (connect(connections[consumer].socket, (struct sockaddr *)&address, sizeof address) != 0) fail("connect", strerror(errno));
-    }
-    setUp(connections, consumers, entries);
+    for (int consumer = 0; consumer < consumers; consumer++) connections[consumer].socket = connectTo(argv[2]);
+    reader.connection.socket = connectTo(argv[2]);
+    setUp(connections, consumers, entries, argv[7], atoi(argv[8]));
+    pthread_t readerThread;
+    if (pthread_create(&readerThread, NULL, readPages, NULL) != 0) fail("pthread_create", NULL);
 
     int events = epoll_create1(0);
     for (int consumer = 0; consumer < consumers; consumer++) {
@@ -223,6 +332,7 @@ int main(int argc, char **argv) {
     for (double time = started; time < stop; time = now()) {
         if (!timing && time >= started + warmup) {
             timing = 1;
+            atomic_store(&reader.timing, 1);
             windowStart = time;
             printf("start\n");
             fflush(stdout);
@@ -244,7 +354,15 @@ int main(int argc, char **argv) {
             sendRound(connection, consumer);
         }
     }
+    atomic_store(&reader.timing, 0);
     printf("stop %ld %.6f\n", rounds, now() - windowStart);
+    fflush(stdout);
+    atomic_store(&reader.stop, 1);
+    pthread_join(readerThread, NULL);
+    if (reader.count == 0) fail("the reader timed no page", NULL);
+    qsort(reader.latencies, reader.count, sizeof(double), ascending);
+    printf("reader %zu %.6f %.6f %.6f\n", reader.count, quantile(reader.latencies, reader.count, 0.5),
+        quantile(reader.latencies, reader.count, 0.99), reader.latencies[reader.count - 1]);
     fflush(stdout);
     return 0;
 }

@@ -17,6 +17,12 @@ enum AckStormReference {
         let bytesPerAck: Double
         /// The server's CPU time per ack, all threads (µs).
         let cpuPerAck: Double
+        /// One more connection's round trips for a ready page of about 5 KB, one every 10 ms
+        /// (feedd: `next` of a prefetched feed; Redis: `XRANGE` of one entry), in ms.
+        let readerP50: Double
+        let readerP99: Double
+        let readerMax: Double
+        let readerSamples: Int
 
         var acksPerSync: Double? { syncsPerSecond.map { acksPerSecond / $0 } }
     }
@@ -52,6 +58,7 @@ enum AckStormReference {
                 recordStorm(redis, as: mode.label, record)
                 record("ack storm, one C client: feedd / \(mode.label) acks/s", "×", feedd.acksPerSecond / redis.acksPerSecond)
                 record("ack storm, one C client: feedd / \(mode.label) CPU per ack", "×", feedd.cpuPerAck / redis.cpuPerAck)
+                record("ack storm, one C client: feedd / \(mode.label) one reader's p99", "×", feedd.readerP99 / redis.readerP99)
             case .failure(let reason):
                 return reason.description
             }
@@ -68,12 +75,17 @@ enum AckStormReference {
         }
         record("\(name): bytes written to disk per ack", "B", storm.bytesPerAck)
         record("\(name): CPU per ack, all threads", "µs", storm.cpuPerAck)
+        let reader = "\(name): one reader, a ready page every 10 ms (feedd next, Redis XRANGE)"
+        record("\(reader): p50", "ms", storm.readerP50)
+        record("\(reader): p99", "ms", storm.readerP99)
+        record("\(reader): slowest", "ms", storm.readerMax)
+        record("\(reader): timed", "count", Double(storm.readerSamples))
     }
 
     static func feedd() throws -> Storm {
         let directory = try TemporaryDirectory()
         let daemon = try DaemonProcess(config: StateScenarios.stormConfig(in: directory, entries: entries), directory: directory)
-        return try storm("feedd", socketPath: daemon.socketPath, pid: daemon.pid)
+        return try storm("feedd", socketPath: daemon.socketPath, pid: daemon.pid, users: directory.path("users.ndjson"))
     }
 
     /// The same storm against Redis 7 with `appendonly yes`, `appendfsync always` (it syncs its
@@ -84,6 +96,8 @@ enum AckStormReference {
         }
         let directory = try TemporaryDirectory()
         let socketPath = directory.path("redis.sock")
+        let usersPath = directory.path("users.ndjson")
+        try StateScenarios.writeUsers(to: usersPath)
         // No log rewrite during the window: a rewrite is a forked child's work, which neither the
         // server's CPU time nor its write_bytes would show.
         let redis = try ReferenceServer(
@@ -93,16 +107,19 @@ enum AckStormReference {
                 "--auto-aof-rewrite-percentage", "0", "--maxclients", "20000", "--dir", directory.path,
             ], ready: "ready to accept connections")
         defer { redis.stop() }
-        return .success(try storm(mode.rawValue, socketPath: socketPath, pid: redis.processIdentifier))
+        return .success(try storm(mode.rawValue, socketPath: socketPath, pid: redis.processIdentifier, users: usersPath))
     }
 
     /// Runs the client in `mode` against the server `pid` listening on `socketPath`, and measures
-    /// the server between the client's `start` and `stop` lines.
-    private static func storm(_ mode: String, socketPath: String, pid: Int32) throws -> Storm {
-        let client = try CReference.build("ack-storm.c")
+    /// the server between the client's `start` and `stop` lines; `users` is the file of the
+    /// reader's pages.
+    private static func storm(_ mode: String, socketPath: String, pid: Int32, users: String) throws -> Storm {
+        let client = try CReference.build("ack-storm.c", libraries: ["pthread"])
         let process = Process()
         process.executableURL = URL(fileURLWithPath: client.executable)
-        process.arguments = [mode, socketPath, String(consumers), String(warmUp), String(seconds), String(entries)]
+        process.arguments = [
+            mode, socketPath, String(consumers), String(warmUp), String(seconds), String(entries), users, String(StateScenarios.usersPerPage),
+        ]
         let (output, errors) = try ChildProcess.launch(process)
         let lines = LogCollector()
         lines.collect(from: output)
@@ -125,9 +142,13 @@ enum AckStormReference {
         let syncsPerSecond = syncs.syncsPerSecond()
         let fields = stop.split(separator: " ").dropFirst().compactMap { Double($0) }
         guard fields.count == 2, fields[0] > 0, fields[1] > 0 else { throw TestFailure("the ack-storm client (\(mode)) said \(stop): \(problems.text)") }
+        let readerLine = try lines.waitForLine(containing: "reader", timeout: .seconds(30))
+        let reader = readerLine.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard reader.count == 4 else { throw TestFailure("the ack-storm client (\(mode)) said \(readerLine): \(problems.text)") }
         return Storm(
             acksPerSecond: fields[0] / fields[1], syncsPerSecond: syncsPerSecond,
-            bytesPerAck: (after.writtenBytes - before.writtenBytes) / fields[0], cpuPerAck: (after.cpuSeconds - before.cpuSeconds) * 1e6 / fields[0])
+            bytesPerAck: (after.writtenBytes - before.writtenBytes) / fields[0], cpuPerAck: (after.cpuSeconds - before.cpuSeconds) * 1e6 / fields[0],
+            readerP50: reader[1], readerP99: reader[2], readerMax: reader[3], readerSamples: Int(reader[0]))
     }
 }
 

@@ -22,11 +22,17 @@ enum StateScenarios {
         let pingP99: Double
     }
 
-    /// The daemon of an ack storm: its feed `numbers`, one-line pages of a file of the numbers
-    /// 1...`entries`, written into `directory`.
+    /// The records of the prefetched feed that is timed during a storm, `usersPerPage` to a page.
+    static let usersPerPage = 20
+
+    /// The daemon of an ack storm, its files written into `directory`: the feed `numbers`,
+    /// one-line pages of the numbers 1...`entries`, which the consumers ack; and the feed
+    /// `users`, prefetched, whose `next` is timed meanwhile.
     static func stormConfig(in directory: TemporaryDirectory, entries: Int) throws -> String {
         let path = directory.path("numbers.ndjson")
         try (1...entries).map(String.init).joined(separator: "\n").appending("\n").write(toFile: path, atomically: false, encoding: .utf8)
+        let usersPath = directory.path("users.ndjson")
+        try writeUsers(to: usersPath)
         return """
         [daemon]
         max_clients = 20000
@@ -38,31 +44,31 @@ enum StateScenarios {
         page_size = 1
         prefetch = 4
         cache_pages = 4096
+
+        [feeds.users]
+        source = "file"
+        path = "\(usersPath)"
+        page_size = \(usersPerPage)
+        prefetch = 8
+        cache_pages = 4096
         """
+    }
+
+    /// User records like randomuser's, about 5 KB a page of `usersPerPage`, one a line. A file,
+    /// not a loopback upstream: a fetch must keep ahead of one `next` every 10 ms however busy
+    /// the machine is, or the figure would time the upstream, not the daemon.
+    static func writeUsers(to path: String) throws {
+        try (1...20_000).map { index in
+            #"{"gender":"female","name":{"title":"Mx","first":"Zoë \#(index)","last":"O'Brien"},"email":"user\#(index)@example.com","#
+                + #""location":{"city":"Zürich"},"login":{"uuid":"bench-\#(index)","username":"user_\#(index)"},"dob":{"age":30},"nat":"CH"}"#
+        }.joined(separator: "\n").appending("\n").write(toFile: path, atomically: false, encoding: .utf8)
     }
 
     /// `consumers` durable consumers of one file feed, each acking page after page as fast as the
     /// daemon confirms, for `seconds`; meanwhile other clients time `next` on a prefetched feed.
     static func ackStorm(consumers: Int = 1_000, seconds: Double = 8) throws -> AckStorm {
         let directory = try TemporaryDirectory()
-        let numbers = try stormConfig(in: directory, entries: 20_000)
-        // The prefetched feed: user records like randomuser's, 20 to a page (about 5 KB). A file,
-        // not a loopback upstream: a fetch must keep ahead of one `next` every 10 ms however busy
-        // the machine is, or the figure would time the upstream, not the daemon.
-        let usersPath = directory.path("users.ndjson")
-        try (1...20_000).map { index in
-            #"{"gender":"female","name":{"title":"Mx","first":"Zoë \#(index)","last":"O'Brien"},"email":"user\#(index)@example.com","#
-                + #""location":{"city":"Zürich"},"login":{"uuid":"bench-\#(index)","username":"user_\#(index)"},"dob":{"age":30},"nat":"CH"}"#
-        }.joined(separator: "\n").appending("\n").write(toFile: usersPath, atomically: false, encoding: .utf8)
-        let daemon = try DaemonProcess(config: numbers + """
-
-            [feeds.users]
-            source = "file"
-            path = "\(usersPath)"
-            page_size = 20
-            prefetch = 8
-            cache_pages = 4096
-            """, directory: directory)
+        let daemon = try DaemonProcess(config: stormConfig(in: directory, entries: 20_000), directory: directory)
         let connections = try (0..<consumers).map { _ in try FeedConnection(path: daemon.socketPath) }
         let counter = LineCounter(connections.map(\.descriptor))
         guard counter.read(untilEachHas: 1, deadline: .now + .seconds(30)) else { throw TestFailure("hello timed out") }
