@@ -62,6 +62,9 @@ public struct HTTPJSONSource: SourceAdapter {
     let cursors: CursorHistory
     let revalidation = RevalidationMemory()
 
+    /// One request and the parse of its page: on the transport's thread.
+    public var fetchExecutor: (any TaskExecutor)? { http.executor }
+
     public init(options: AdapterOptions, context: AdapterContext) throws {
         let pageSize = try options.integer("page_size", in: 1...100_000) ?? 20
         template = try URLTemplate(try options.requiredString("url"), pageSize: pageSize, options: options)

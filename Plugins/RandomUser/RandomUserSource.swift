@@ -25,6 +25,9 @@ public struct RandomUserSource: SourceAdapter {
     let fixedSeed: String?
     let http: HTTPSource
 
+    /// One request and the parse of its page: on the transport's thread.
+    public var fetchExecutor: (any TaskExecutor)? { http.executor }
+
     public init(options: AdapterOptions, context: AdapterContext) throws {
         let url = try options.string("url") ?? "https://randomuser.me/api/"
         guard let parsed = URL(string: url), let scheme = parsed.scheme, ["http", "https"].contains(scheme), parsed.host != nil else {

@@ -21,6 +21,9 @@ public struct S3FeedSource: SourceAdapter {
     let polls: Bool
     let http: HTTPSource
 
+    /// One request and the parse of its page: on the transport's thread.
+    public var fetchExecutor: (any TaskExecutor)? { http.executor }
+
     /// The token of the page after a last page on a polled feed: look at that last page again first.
     static let recheckToken = "recheck-previous"
 

@@ -69,6 +69,13 @@ public protocol SourceAdapter: Sendable {
     /// Fetches the page described by `request`.
     func fetch(_ request: PageRequest) async throws -> FetchResult
 
+    /// Where the daemon runs ``fetch(_:)``; nil (the default) for Swift's shared pool. An adapter
+    /// whose fetch is one request and the parse of a page-sized body names its transport's
+    /// (``HTTPTransport/executor``): the request is then queued and its answer read on the
+    /// transport's thread, with no other thread woken in between. An adapter that does more (a
+    /// whole document, a process) keeps nil, or it would hold up every other feed's transfers.
+    var fetchExecutor: (any TaskExecutor)? { get }
+
     /// Whether any page can be fetched from its number alone; ``PageAddressing/sequential`` (the
     /// default) means page N+1 needs the token page N returned.
     var pageAddressing: PageAddressing { get }
@@ -112,6 +119,9 @@ extension SourceAdapter {
 
     /// Sequential: page N is asked for with the token page N − 1 returned.
     public var pageAddressing: PageAddressing { .sequential }
+
+    /// None: Swift's shared pool.
+    public var fetchExecutor: (any TaskExecutor)? { nil }
 
     /// None: the adapter reads no other feed.
     public var memberFeeds: [String] { [] }

@@ -41,4 +41,30 @@ import TestSupport
             #expect(error.message.hasPrefix("GET \(url): "))
         }
     }
+
+    /// Where a task goes on after its answer, when it prefers the transport's executor as an HTTP
+    /// adapter's fetch does: on the transport's own thread after a page, so no other thread is
+    /// woken between the request and its parse; on the shared pool after a larger body, so that
+    /// parsing it holds up no other transfer.
+    @Test func a_task_preferring_the_transport_reads_a_page_on_its_thread_and_a_larger_body_elsewhere() async throws {
+        let upstream = try LoopbackUpstream()
+        let source = HTTPSource(transport: CurlTransport(), timeout: .seconds(10))
+        let url = URL(string: "\(upstream.baseURL)/api/?results=1")!
+        // A job of a task that prefers the transport runs on its thread: a yield is one.
+        let transportThread = await withTaskExecutorPreference(source.executor) { () async -> pthread_t in
+            await Task.yield()
+            return pthread_self()
+        }
+        func readOnTransportThread(bytes: Int) async throws -> Bool {
+            upstream.inject(.body(bytes: bytes), times: 1)
+            let (received, thread) = try await withTaskExecutorPreference(source.executor) {
+                (try await source.get(url).body.count, pthread_self())
+            }
+            #expect(received == bytes)
+            return pthread_equal(thread, transportThread) != 0
+        }
+        #expect(try await readOnTransportThread(bytes: 4096))
+        #expect(try await readOnTransportThread(bytes: CurlTransport.inlineBodyBytes))
+        #expect(try await !readOnTransportThread(bytes: CurlTransport.inlineBodyBytes + 1))
+    }
 }

@@ -80,8 +80,9 @@ extension Feed {
             handOver: handOver, storedRun: keepsPages ? StoredRun { pages, done in self.keep(pages, call: id, then: done) } : nil,
             wake: { Task { @MainActor in self.handle(.pagesArrived(.call(id: id, handOver.takeAll(), fromStore: false))) } },
             wrap: settings.wrap, fleet: membership.joinedLink)
+        let executor = adapter.fetchExecutor
         return Task {
-            let run = await fetch.run()
+            let run = await withTaskExecutorPreference(executor) { await fetch.run() }
             self.handle(.pagesArrived(.call(id: id, handOver.takeAll(), fromStore: false)))
             self.handle(.callReturned(id: id, .fetched(run, startedAt: startedAt)))
         }

@@ -15,13 +15,26 @@ import Synchronization
 /// ``RedirectPolicy`` allows, and a hop to another origin (scheme, host and port) goes without the
 /// bearer token and without any header field but `Accept`, since a feed's `headers` may hold an
 /// API key as well. Make one per process: its thread lives as long as it does.
-package final class CurlTransport: HTTPTransport {
+///
+/// It is also a task executor (``executor``): a task that prefers it runs on the loop thread,
+/// between two polls, so a fetch that sends a request and parses the answer wakes no other
+/// thread in between. A task resumed with a body over ``inlineBodyBytes`` goes on on Swift's
+/// shared pool instead, so that parsing it holds up no other transfer.
+package final class CurlTransport: HTTPTransport, TaskExecutor {
     /// A larger body is rejected (retried at the slowest rate, like a body that does not decode)
     /// instead of growing the daemon without bound.
     package let maximumBodyBytes: Int
+    /// The largest body whose task is resumed on the loop thread: a page, read in about a millisecond.
+    package static let inlineBodyBytes = 256 << 10
 
     private let multi: MultiHandle
     private let inbox = Locked<[Request]>([])
+    /// Jobs of tasks that prefer this transport, run by the loop thread between its polls.
+    private let jobs = Locked<[UnownedJob]>([])
+    /// Set by the loop thread while it resumes a task with a body over ``inlineBodyBytes``: the job
+    /// enqueued meanwhile is that task's, and goes to the shared pool. (A job another thread
+    /// enqueues in that moment goes there too, which is only slower.)
+    private let resumingLargeBody = Atomic<Bool>(false)
 
     package init(maximumBodyBytes: Int = 64 << 20) {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
@@ -30,6 +43,19 @@ package final class CurlTransport: HTTPTransport {
         let thread = Thread { [self] in run() }
         thread.name = "feedd-http"
         thread.start()
+    }
+
+    package var executor: (any TaskExecutor)? { self }
+
+    package func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        if resumingLargeBody.load(ordering: .relaxed) {
+            let executor = asUnownedTaskExecutor()
+            DispatchQueue.global().async { job.runSynchronously(on: executor) }
+            return
+        }
+        jobs.withLock { $0.append(job) }
+        multi.wakeUp()
     }
 
     package func send(_ httpRequest: HTTPRequest, timeout: Duration) async throws -> HTTPResponse {
@@ -53,6 +79,7 @@ package final class CurlTransport: HTTPTransport {
         var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
         var redirected: [Request] = []
         while true {
+            for job in jobs.withLock({ jobs in defer { jobs = [] }; return jobs }) { job.runSynchronously(on: asUnownedTaskExecutor()) }
             for request in redirected + inbox.withLock({ requests in defer { requests = [] }; return requests }) {
                 guard !request.cancellation.isSet else {
                     request.continuation.resume(throwing: CancellationError())
@@ -74,12 +101,17 @@ package final class CurlTransport: HTTPTransport {
                 guard let transfer = transfers.removeValue(forKey: easy) else { continue }
                 multi.remove(easy)
                 switch transfer.outcome(result) {
-                case .answer(let answer): transfer.request.continuation.resume(with: answer)
+                case .answer(let answer):
+                    let large = ((try? answer.get())?.body.count ?? 0) > Self.inlineBodyBytes
+                    resumingLargeBody.store(large, ordering: .relaxed)
+                    transfer.request.continuation.resume(with: answer)
+                    resumingLargeBody.store(false, ordering: .relaxed)
                 case .redirect(let next): redirected.append(next)
                 }
             }
-            // The next hop of a redirect starts at once, not after a socket wakes the loop.
-            if redirected.isEmpty { multi.poll(milliseconds: 1_000) }
+            // The next hop of a redirect, and a job enqueued meanwhile, start at once, not after a
+            // socket wakes the loop.
+            if redirected.isEmpty, jobs.withLock({ $0.isEmpty }) { multi.poll(milliseconds: 1_000) }
         }
     }
 }

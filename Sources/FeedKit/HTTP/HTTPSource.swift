@@ -26,6 +26,10 @@ public struct HTTPSource: Sendable {
         self.timeout = timeout
     }
 
+    /// The transport's ``HTTPTransport/executor``: an adapter's ``SourceAdapter/fetchExecutor``
+    /// when its fetch is a request and the parse of its answer.
+    public var executor: (any TaskExecutor)? { transport.executor }
+
     /// GETs `url` and returns its response, throwing ``SourceError`` for any failure or non-2xx status.
     public func get(_ url: URL) async throws(SourceError) -> HTTPResponse {
         try await send(url, extraHeaders: [:], acceptNotModified: false)!

@@ -74,4 +74,14 @@ public protocol HTTPTransport: Sendable {
     /// GETs `request.url`; throws for transport failures (no connection, reset, timeout) and for a
     /// redirect its policy refuses, not for HTTP statuses.
     func send(_ request: HTTPRequest, timeout: Duration) async throws -> HTTPResponse
+
+    /// Where a task that sends a request and reads a page-sized answer runs with the fewest
+    /// hand-offs between threads: the transport's own thread, for one that has it. Nil (the
+    /// default): anywhere.
+    var executor: (any TaskExecutor)? { get }
+}
+
+extension HTTPTransport {
+    /// None of its own.
+    public var executor: (any TaskExecutor)? { nil }
 }
