@@ -80,7 +80,7 @@ struct EntryFields {
     }
 
     mutating func reset() {
-        for index in slots.indices { slots[index].reset() }
+        for index in slots.indices where !slots[index].isEmpty { slots[index].reset() }
         categories.clear()
     }
 

@@ -141,10 +141,12 @@ extension XMLEntryReader {
     }
 
     mutating func captureText(_ text: UnsafeBufferPointer<UInt8>) {
-        guard var capture else { return }
-        switch capture.mode {
+        // The capture is read in place, not copied out: this runs once per text, and each entity
+        // (`&lt;` in escaped HTML) is a text of its own.
+        guard let mode = capture?.mode else { return }
+        switch mode {
         case .direct:
-            if depth == capture.depth { batch.bytes.append(contentsOf: text) }
+            if depth == capture?.depth { batch.bytes.append(contentsOf: text) }
         case .flexible where text.count == 1:
             // An entity (`&lt;` in escaped HTML) comes as a text of its own: one byte, appended as one.
             batch.bytes.append(text[0])
@@ -152,9 +154,8 @@ extension XMLEntryReader {
             batch.bytes.append(contentsOf: text)
         case .markup:
             Self.appendEscaped(text, quotes: false, to: &batch.bytes)
-            if depth == capture.depth, !capture.textOutside, text.contains(where: { !Trimming.isSpace($0) }) {
-                capture.textOutside = true
-                self.capture = capture
+            if depth == capture?.depth, capture?.textOutside == false, text.contains(where: { !Trimming.isSpace($0) }) {
+                capture?.textOutside = true
             }
         }
     }
