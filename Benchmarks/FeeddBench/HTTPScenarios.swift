@@ -18,13 +18,17 @@ enum HTTPScenarios {
         record("daemon CPU per page delivered, socket", "µs", fanOut.socket.cpu)
         record("daemon CPU per page delivered, events on a Unix socket", "µs", fanOut.events.cpu)
         record("daemon CPU per page delivered, events on TCP", "µs", fanOut.eventsOverTCP.cpu)
-        let latency = try pageLatency(samples: 200, pause: .milliseconds(110))
+        let latency = try pageLatency(rounds: 5, samples: 200, pause: .milliseconds(30), upstreamLatency: .milliseconds(20))
         record("GET …/pages, prefetched page, p50", "ms", latency.http.p50)
-        record("GET …/pages, prefetched page, p99", "ms", latency.http.p99)
+        record("GET …/pages, prefetched page, p99 of all", "ms", latency.http.p99)
+        for p99 in latency.httpRoundP99s { record("GET …/pages, p99 of a round of 200", "ms", p99) }
         record("the same GET over the Unix socket, p50", "ms", latency.httpOverUnix.p50)
-        record("the same GET over the Unix socket, p99", "ms", latency.httpOverUnix.p99)
+        record("the same GET over the Unix socket, p99 of all", "ms", latency.httpOverUnix.p99)
         record("socket next, prefetched page, same daemon, p50", "ms", latency.socket.p50)
-        record("socket next, prefetched page, same daemon, p99", "ms", latency.socket.p99)
+        record("socket next, prefetched page, same daemon, p99 of all", "ms", latency.socket.p99)
+        for p99 in latency.socketRoundP99s { record("socket next, p99 of a round of 200", "ms", p99) }
+        record("daemon main thread CPU per GET over TCP", "µs", latency.cpuPerGet)
+        record("daemon main thread CPU per socket next", "µs", latency.cpuPerNext)
     }
 
     /// A daemon serving `users` (randomuser on a loopback upstream) on its socket and on HTTP.
@@ -161,19 +165,71 @@ enum HTTPScenarios {
         throw TestFailure("one event stream did not bring \(pages) pages")
     }
 
-    /// The latency (ms, p50 and p99) of `GET …/pages` for the next page of a reader that pauses
-    /// between pages on a feed prefetched 3 pages ahead (upstream 100 ms), over TCP and then over
-    /// the HTTP front's Unix socket (what the TCP loopback costs), and of the socket's `next` in
-    /// the same daemon, the same way.
-    static func pageLatency(samples: Int, pause: Duration) throws -> (http: Quantiles, httpOverUnix: Quantiles, socket: Quantiles) {
-        let world = try World(upstreamLatency: .milliseconds(100), feedOptions: "results = 20\nprefetch = 3\ncache_pages = 4096")
+    /// Latencies of the next page of a reader that pauses `pause` between pages on a feed
+    /// prefetched 3 pages ahead (each page `upstreamLatency` upstream): `GET …/pages` on one
+    /// kept-alive TCP connection, the same over the HTTP front's Unix socket (what the TCP
+    /// loopback costs), and the socket's `next` in the same daemon. `rounds` rounds of `samples`
+    /// requests of each, in turn, so that a busy moment of the machine falls on all three; each
+    /// block continues where the one before stopped, so every page asked for is prefetched.
+    static func pageLatency(rounds: Int, samples: Int, pause: Duration, upstreamLatency: Duration) throws -> PageLatency {
+        let world = try World(upstreamLatency: upstreamLatency, feedOptions: "results = 20\nprefetch = 3\ncache_pages = 4096")
+        let overTCP = try world.connect()
+        defer { close(overTCP) }
+        let overUnix = try world.connect(unix: true)
+        defer { close(overUnix) }
+        var tcpReader = KeepAliveReader(descriptor: overTCP)
+        var unixReader = KeepAliveReader(descriptor: overUnix)
+        var socket: [[Double]] = [], http: [[Double]] = [], httpOverUnix: [[Double]] = []
+        var socketCPU = 0.0, httpCPU = 0.0
+        var position = 0
+        // The CPU seconds of the daemon's main thread, where both fronts and the engine run,
+        // spent on `block`: a page's prefetch costs the same whichever client reads it, so the
+        // difference between two kinds of request is their fronts'.
+        func measuring(_ cpu: inout Double, _ block: () throws -> [Double]) throws -> [Double] {
+            let before = try world.daemon.cpuSeconds(mainThreadOnly: true)
+            let latencies = try block()
+            cpu += try world.daemon.cpuSeconds(mainThreadOnly: true) - before
+            return latencies
+        }
+        for _ in 0..<rounds {
+            socket.append(try measuring(&socketCPU) { try timedNexts(world, after: position, samples: samples, pause: pause) })
+            position += samples + 1
+            http.append(try measuring(&httpCPU) { try timedGets(&tcpReader, after: position, samples: samples, pause: pause) })
+            position += samples + 1
+            httpOverUnix.append(try timedGets(&unixReader, after: position, samples: samples, pause: pause))
+            position += samples + 1
+        }
+        let requests = Double(rounds * (samples + 1))
+        return PageLatency(
+            http: Quantiles(http.flatMap { $0 }), httpRoundP99s: http.map { quantile($0, 0.99) },
+            httpOverUnix: Quantiles(httpOverUnix.flatMap { $0 }),
+            socket: Quantiles(socket.flatMap { $0 }), socketRoundP99s: socket.map { quantile($0, 0.99) },
+            cpuPerGet: httpCPU * 1e6 / requests, cpuPerNext: socketCPU * 1e6 / requests)
+    }
+
+    struct PageLatency {
+        let http: Quantiles
+        /// The p99 of each round's GETs alone: 200 samples, the issue's measure, whose spread
+        /// says how much two slow requests move it.
+        let httpRoundP99s: [Double]
+        let httpOverUnix: Quantiles
+        let socket: Quantiles
+        let socketRoundP99s: [Double]
+        /// The CPU time (µs) of the daemon's main thread per GET over TCP and per socket
+        /// `next`, each with its share of its page's prefetch.
+        let cpuPerGet: Double
+        let cpuPerNext: Double
+    }
+
+    /// The latencies (ms) of `samples` `next`s on a new socket connection subscribed after page
+    /// `after`, the first page taken untimed.
+    private static func timedNexts(_ world: World, after: Int, samples: Int, pause: Duration) throws -> [Double] {
         let client = try world.daemon.connect()
+        try client.send(#"{"op":"subscribe","feed":"users","after":\#(after)}"#)
+        try client.expect("subscribed")
         try client.send("next users")
         _ = try client.read(until: "page")
-        let socketLatencies = try Scenarios.timedNexts(client, samples: samples, pause: pause)
-        let http = try timedGets(world.connect(), after: samples + 1, samples: samples, pause: pause)
-        let httpOverUnix = try timedGets(world.connect(unix: true), after: 2 * samples + 2, samples: samples, pause: pause)
-        return (Quantiles(http), Quantiles(httpOverUnix), Quantiles(socketLatencies))
+        return try Scenarios.timedNexts(client, samples: samples, pause: pause)
     }
 
     /// p50 and p99 of some latencies (ms).
@@ -187,13 +243,9 @@ enum HTTPScenarios {
         }
     }
 
-    /// The latencies (ms) of `samples` requests for the page after `after` and the following
-    /// ones, on one kept-alive `connection`, which this closes.
-    private static func timedGets(_ connection: Int32, after: Int, samples: Int, pause: Duration) throws -> [Double] {
-        defer { close(connection) }
-        var reader = KeepAliveReader(descriptor: connection)
-        // The reader's first page, which it waits for, puts its prefetch in motion; the
-        // following pages are answered from the cache.
+    /// The latencies (ms) of `samples` requests for the page after `after + 1` and the
+    /// following ones, the page after `after` asked for first, untimed.
+    private static func timedGets(_ reader: inout KeepAliveReader, after: Int, samples: Int, pause: Duration) throws -> [Double] {
         _ = try reader.get("/v1/feeds/users/pages?after=\(after)")
         var latencies: [Double] = []
         for page in (after + 1)...(after + samples) {

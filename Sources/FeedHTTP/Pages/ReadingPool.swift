@@ -66,10 +66,13 @@ final class ReadingPool {
         let position = Position(feed: reading.feed, generation: reading.generation, page: reading.position)
         if let earlier = anonymous[position] { access.close(earlier.reading) }
         anonymous[position] = (reading, .now + linger)
-        let kept = anonymous.filter { $0.key.feed == reading.feed }
-        if kept.count > Self.anonymousPerFeed, let oldest = kept.min(by: { $0.value.expires < $1.value.expires }) {
-            anonymous[oldest.key] = nil
-            access.close(oldest.value.reading)
+        // Counting a feed's readings copies the table: only worth it when any feed may be over.
+        if anonymous.count > Self.anonymousPerFeed {
+            let kept = anonymous.filter { $0.key.feed == reading.feed }
+            if kept.count > Self.anonymousPerFeed, let oldest = kept.min(by: { $0.value.expires < $1.value.expires }) {
+                anonymous[oldest.key] = nil
+                access.close(oldest.value.reading)
+            }
         }
         scheduleSweep()
     }
