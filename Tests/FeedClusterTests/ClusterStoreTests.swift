@@ -193,10 +193,13 @@ struct ClusterStoreTests {
             failures += try await withThrowingTaskGroup(of: Int.self) { burst in
                 for page in 2...9 {
                     burst.addTask {
-                        // Each fails within the request timeout (1 s) plus scheduling slack,
-                        // whether it reaches libnats or is refused as disconnected.
+                        // Each fails within its bound, whether it reaches libnats or is refused
+                        // as disconnected: the 8 calls share 4 worker threads, so one may wait for
+                        // another's turn, and each makes up to two requests in turn (the cursor's
+                        // entry, then its update), each bounded by the 1 s request timeout: 4 s,
+                        // plus scheduling slack. (3.0 s was seen, three timeouts in a row.)
                         let started = ContinuousClock.now
-                        defer { #expect(ContinuousClock.now - started < .seconds(3)) }
+                        defer { #expect(ContinuousClock.now - started < .seconds(5)) }
                         do {
                             _ = try await store.advanceCursor(feed: "users", consumer: "app", to: CursorPosition(generation: 1, page: page))
                             return 0
