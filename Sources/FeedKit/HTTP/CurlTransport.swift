@@ -35,6 +35,9 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
     /// enqueued meanwhile is that task's, and goes to the shared pool. (A job another thread
     /// enqueues in that moment goes there too, which is only slower.)
     private let resumingLargeBody = Atomic<Bool>(false)
+    /// The loop thread's `pthread_t`, once it runs. A job or request queued on it wakes nothing:
+    /// the loop takes both before it next polls, and a wake-up there is a system call for nothing.
+    private let loopThread = Atomic<pthread_t>(0)
 
     package init(maximumBodyBytes: Int = 64 << 20) {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
@@ -55,7 +58,7 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
             return
         }
         jobs.withLock { $0.append(job) }
-        multi.wakeUp()
+        wakeLoop()
     }
 
     package func send(_ httpRequest: HTTPRequest, timeout: Duration) async throws -> HTTPResponse {
@@ -66,16 +69,22 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
                     http: httpRequest, first: httpRequest.url, hops: 0, deadline: .now + timeout, cancellation: cancellation,
                     meter: HTTPRequestMeter.current, continuation: continuation)
                 inbox.withLock { $0.append(request) }
-                multi.wakeUp()
+                wakeLoop()
             }
         } onCancel: {
             cancellation.set()
-            multi.wakeUp()
+            wakeLoop()
         }
+    }
+
+    /// Wakes the loop from its poll, unless this is the loop thread.
+    private func wakeLoop() {
+        if pthread_equal(pthread_self(), loopThread.load(ordering: .relaxed)) == 0 { multi.wakeUp() }
     }
 
     /// The loop thread: it alone touches the multi handle (but for wake-ups) and the transfers.
     private func run() -> Never {
+        loopThread.store(pthread_self(), ordering: .relaxed)
         var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
         var redirected: [Request] = []
         while true {
