@@ -11,7 +11,7 @@ enum HTTPScenarios {
     @MainActor
     static func run(subscribers: Int) throws {
         let fanOut = try fanOut(subscribers: subscribers, pages: 20, rounds: 3)
-        record("fan-out of a \(fanOut.pageBytes / 1000) KB page to 1,000 followers, socket", "pages/s", fanOut.socket.rate)
+        record("fan-out of a \(fanOut.pageBytes / 1000) KB page to \(grouped(subscribers)) followers, socket", "pages/s", fanOut.socket.rate)
         record("the same as Server-Sent Events, HTTP on a Unix socket", "pages/s", fanOut.events.rate)
         record("the same as Server-Sent Events, HTTP on loopback TCP", "pages/s", fanOut.eventsOverTCP.rate)
         record("events / socket fan-out (Unix socket both)", "×", fanOut.events.rate / fanOut.socket.rate)

@@ -22,6 +22,12 @@ let runs = arguments.first.flatMap(Int.init) ?? 3
 let chosen = Set(arguments.filter { Int($0) == nil })
 func wanted(_ scenario: String) -> Bool { chosen.isEmpty || chosen.contains(scenario) }
 let subscribers = Int(ProcessInfo.processInfo.environment["FEEDD_BENCH_SUBSCRIBERS"] ?? "") ?? 1_000
+/// `count` as the tables write it, digits grouped by threes (1,000), so a row says how many
+/// subscribers it measured however `FEEDD_BENCH_SUBSCRIBERS` set them.
+func grouped(_ count: Int) -> String {
+    let digits = Array(String(count))
+    return String(digits.enumerated().flatMap { index, digit in index > 0 && (digits.count - index) % 3 == 0 ? [",", digit] : [digit] })
+}
 var limit = rlimit()
 getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 limit.rlim_cur = limit.rlim_max
@@ -57,20 +63,20 @@ for run in 1...runs {
     }
     if wanted("fanout") {
         let fanOut = try Scenarios.fanOut(subscribers: subscribers, pages: 40, latencyPages: 20)
-        record("fan-out to 1,000 followers: delivered", "MB/s", fanOut.bytesPerSecond / 1e6)
-        record("fan-out to 1,000 followers: page deliveries", "pages/s", fanOut.pageDeliveriesPerSecond)
+        record("fan-out to \(grouped(subscribers)) followers: delivered", "MB/s", fanOut.bytesPerSecond / 1e6)
+        record("fan-out to \(grouped(subscribers)) followers: page deliveries", "pages/s", fanOut.pageDeliveriesPerSecond)
         record("fan-out: upstream answer to last follower (p50)", "ms", fanOut.publishToLastReceipt)
         record("fan-out: page line size", "bytes", Double(fanOut.samplePage.count))
         record("fan-out: another client's ping p99 meanwhile", "ms", fanOut.pingP99)
         switch try RedisReference.fanOut(subscribers: subscribers, messages: 40, payload: fanOut.samplePage) {
         case .success(let redisBytesPerSecond):
-            record("Redis pub/sub, same page, 1,000 subscribers", "MB/s", redisBytesPerSecond / 1e6)
+            record("Redis pub/sub, same page, \(grouped(subscribers)) subscribers", "MB/s", redisBytesPerSecond / 1e6)
             record("feedd / Redis delivered bytes ratio", "×", fanOut.bytesPerSecond / redisBytesPerSecond)
         case .failure(let reason):
             redisSkipped = reason.description
         }
         let raw = try RawFanOut.bytesPerSecond(subscribers: subscribers, messages: 40, payload: fanOut.samplePage)
-        record("raw C fan-out, same page, 1,000 sockets (fanout-writer.c)", "MB/s", raw / 1e6)
+        record("raw C fan-out, same page, \(grouped(subscribers)) sockets (fanout-writer.c)", "MB/s", raw / 1e6)
         record("feedd / raw C fan-out delivered bytes ratio", "×", fanOut.bytesPerSecond / raw)
     }
     if wanted("idle") {
