@@ -11,17 +11,13 @@ extension SQLiteConnection {
     /// `PRAGMA user_version` of the schema below; a newer file is refused, never rewritten.
     static let schemaVersion = 1
 
-    /// WAL, full syncs, no checkpoint inside a commit (the writer checkpoints, see
-    /// ``boundWriteAheadLog(over:)``), a write-ahead log cut back to ``writeAheadLogLimit`` after
-    /// each checkpoint (so a burst does not keep its disk space), and a short wait instead of an
+    /// WAL, full syncs, a write-ahead log cut back to ``writeAheadLogLimit`` after each
+    /// checkpoint (so a burst does not keep its disk space), and a short wait instead of an
     /// instant failure if a maintenance command is reading at the same moment.
     func configureForState() throws(StoreError) {
         let mode = try textRows("PRAGMA journal_mode = WAL").first
         guard mode == "wal" else { throw StoreError(.unavailable, "\(path): cannot switch to WAL mode (journal mode is \(mode ?? "unknown"))") }
-        try execute("""
-            PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = \(Self.writeAheadLogLimit);
-            PRAGMA busy_timeout = 2000
-            """)
+        try execute("PRAGMA synchronous = FULL; PRAGMA journal_size_limit = \(Self.writeAheadLogLimit); PRAGMA busy_timeout = 2000")
     }
 
     /// The write-ahead log's bound once the writer is idle: past it, the writer checkpoints it

@@ -65,6 +65,9 @@ final class StateWriter: Sendable {
     init(connection: SQLiteConnection, snapshot: StateSnapshot, bodyBudget: Int, pacing: CommitPacing) {
         mirror = Locked(snapshot)
         self.pacing = pacing
+        // The writer checkpoints (see `run`), not SQLite inside the commit that fills the log;
+        // should this fail, SQLite's own checkpoints go on as before.
+        try? connection.execute("PRAGMA wal_autocheckpoint = 0")
         // The connection moves to the writer thread here and nothing else keeps a reference to
         // it, so handing it over unchecked is safe.
         nonisolated(unsafe) let thread = WriterThread(connection: connection, committed: snapshot, bodyBudget: bodyBudget)
