@@ -130,7 +130,17 @@ final class BatchBuilder {
     func entries(finishing last: CapturedBatch) -> [FeedEntry] {
         let tail = last.built(context)
         group.wait()
-        let batches = built.withLock { $0 }
-        return (0..<submitted).flatMap { batches[$0] ?? [] } + tail
+        // Taken out, so that each batch is freed once copied; and copied once, into an array of
+        // the right size (perf: joining the batches and then the tail copied every entry twice,
+        // a retain and a release of its id and JSON each time, with the cores otherwise idle).
+        let batches = built.withLock { built in
+            defer { built = [:] }
+            return built
+        }
+        var entries: [FeedEntry] = []
+        entries.reserveCapacity(batches.values.reduce(tail.count) { $0 + $1.count })
+        for index in 0..<submitted { entries.append(contentsOf: batches[index] ?? []) }
+        entries.append(contentsOf: tail)
+        return entries
     }
 }

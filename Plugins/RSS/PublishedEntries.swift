@@ -55,10 +55,12 @@ final class PublishedEntries: Sendable {
         state.withLock { state in
             prepare(&state, generation: generation)
             var ids = Set<UInt64>(minimumCapacity: entries.count)
-            let fresh = entries.filter { item in
+            let isFresh = entries.map { item in
                 let hash = Self.hash(item.id)
                 return !state.seen.contains(hash) && ids.insert(hash).inserted
             }
+            // A document read once has every entry fresh, and its array is kept as it is, not copied.
+            let fresh = isFresh.allSatisfy { $0 } ? entries : zip(entries, isFresh).compactMap { $1 ? $0 : nil }
             guard !fresh.isEmpty else { return nil }
             let batch = Batch(firstPage: firstPage, items: fresh)
             state.batches[number] = batch

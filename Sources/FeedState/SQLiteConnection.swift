@@ -75,14 +75,11 @@ final class SQLiteConnection {
     /// row `row` here, whose value must already be a zero-filled blob of the same length, a chunk
     /// at a time: a page body of any size costs 64 KiB of memory.
     func copyBlob(table: String, column: String, row: Int, from source: SQLiteConnection, row sourceRow: Int) throws(StoreError) {
-        var reader: OpaquePointer?
-        var status = sqlite3_blob_open(source.handle, "main", table, column, sqlite3_int64(sourceRow), 0, &reader)
-        guard status == SQLITE_OK, let reader else { throw source.failure(status, "cannot read") }
+        let reader = try source.openBlob(table: table, column: column, row: sourceRow, writing: false)
         defer { sqlite3_blob_close(reader) }
-        var writer: OpaquePointer?
-        status = sqlite3_blob_open(handle, "main", table, column, sqlite3_int64(row), 1, &writer)
-        guard status == SQLITE_OK, let writer else { throw failure(status, "cannot write") }
+        let writer = try openBlob(table: table, column: column, row: row, writing: true)
         defer { sqlite3_blob_close(writer) }
+        var status: Int32
         let total = Int(sqlite3_blob_bytes(reader))
         guard Int(sqlite3_blob_bytes(writer)) == total else { throw StoreError(.unavailable, "\(path): a blob of \(total) bytes has no room of that size") }
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -95,6 +92,24 @@ final class SQLiteConnection {
             guard status == SQLITE_OK else { throw failure(status, "cannot write") }
             offset += count
         }
+    }
+
+    /// Writes `head`, then `tail`, into the blob in `column` of row `row` of `table`, whose value
+    /// must already be a zero-filled blob of their length: bytes kept elsewhere are stored
+    /// without being joined in memory first.
+    func writeBlob(table: String, column: String, row: Int, head: [UInt8], tail: UnsafeRawBufferPointer) throws(StoreError) {
+        let writer = try openBlob(table: table, column: column, row: row, writing: true)
+        defer { sqlite3_blob_close(writer) }
+        var status = head.isEmpty ? SQLITE_OK : head.withUnsafeBytes { sqlite3_blob_write(writer, $0.baseAddress, Int32($0.count), 0) }
+        if status == SQLITE_OK, !tail.isEmpty { status = sqlite3_blob_write(writer, tail.baseAddress, Int32(tail.count), Int32(head.count)) }
+        guard status == SQLITE_OK else { throw failure(status, "cannot write") }
+    }
+
+    private func openBlob(table: String, column: String, row: Int, writing: Bool) throws(StoreError) -> OpaquePointer {
+        var blob: OpaquePointer?
+        let status = sqlite3_blob_open(handle, "main", table, column, sqlite3_int64(row), writing ? 1 : 0, &blob)
+        guard status == SQLITE_OK, let blob else { throw failure(status, writing ? "cannot write" : "cannot read") }
+        return blob
     }
 
     /// A ``StoreError`` for a failed call: the kind from SQLite's primary result code, words a

@@ -20,18 +20,24 @@ extension SQLiteConnection {
         try execute("PRAGMA synchronous = FULL; PRAGMA journal_size_limit = \(Self.writeAheadLogLimit); PRAGMA busy_timeout = 2000")
     }
 
-    /// The write-ahead log's bound: past it, the writer checkpoints it into `state.db` and
-    /// truncates it after the transaction that took it there (see ``boundWriteAheadLog()``).
+    /// The write-ahead log's bound once the writer is idle: past it, the writer checkpoints it
+    /// into `state.db` and truncates it (see ``boundWriteAheadLog(over:)``).
     static let writeAheadLogLimit = 4 << 20
 
-    /// Checkpoints the write-ahead log and truncates it to nothing once it is over
-    /// ``writeAheadLogLimit``. SQLite's own checkpoints only reuse the file from its start when
-    /// they complete, and a checkpoint that a reader held back (a `feedd state check` beside the
-    /// daemon) leaves the log growing until the next one completes; this one waits for readers
-    /// (`busy_timeout`) and takes the file back. A failure (a full disk) is left for the next commit.
-    func boundWriteAheadLog() {
+    /// The write-ahead log's bound while commits follow one another: past it, the writer
+    /// checkpoints after a commit without waiting to be idle. A run of large pages (a 24 MB feed
+    /// document's, stored before they are served) stays under it, so its commits do not wait
+    /// for a checkpoint's writes and syncs of `state.db` (15 ms for 4 MB here).
+    static let busyWriteAheadLogLimit = 64 << 20
+
+    /// Checkpoints the write-ahead log and truncates it to nothing once it is over `limit`.
+    /// SQLite's own checkpoints only reuse the file from its start when they complete, and a
+    /// checkpoint that a reader held back (a `feedd state check` beside the daemon) leaves the
+    /// log growing until the next one completes; this one waits for readers (`busy_timeout`) and
+    /// takes the file back. A failure (a full disk) is left for the next time.
+    func boundWriteAheadLog(over limit: Int = writeAheadLogLimit) {
         var info = stat()
-        guard stat("\(path)-wal", &info) == 0, Int(info.st_size) > Self.writeAheadLogLimit else { return }
+        guard stat("\(path)-wal", &info) == 0, Int(info.st_size) > limit else { return }
         try? execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
@@ -186,7 +192,13 @@ extension SQLiteConnection {
         case .recordPages(let feed, let generation, let first, let pages):
             let insert = try prepare("INSERT OR REPLACE INTO pages (feed, generation, page, token, body) VALUES (?, ?, ?, ?, ?)")
             for (offset, page) in pages.enumerated() {
-                try insert.bind(.text(feed), .integer(generation), .integer(first + offset), .optional(page.token), effects.keepsBody[offset] ? .optional(page.body) : .null).run()
+                let keepsBody = effects.keepsBody[offset]
+                // A body with a tail is written in place, in its parts, over zeros of its length.
+                let body: SQLValue = !keepsBody ? .null : page.bodyTail == nil ? .optional(page.body) : .zeroBlob(page.bodyCount ?? 0)
+                try insert.bind(.text(feed), .integer(generation), .integer(first + offset), .optional(page.token), body).run()
+                if keepsBody, let tail = page.bodyTail {
+                    try writeBlob(table: "pages", column: "body", row: lastInsertedRowid, head: page.body ?? [], tail: tail.buffer)
+                }
             }
             if let through = effects.dropBodiesThrough {
                 try prepare("UPDATE pages SET body = NULL WHERE feed = ? AND page <= ? AND body IS NOT NULL")

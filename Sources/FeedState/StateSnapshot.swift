@@ -67,12 +67,26 @@ enum StateChange: Sendable {
 /// A fetched page to record: the token that fetches the page after it, and optionally its items.
 public struct NewPage: Sendable {
     public var token: String?
+    /// The page's body, nil when none is kept: these bytes, then those of ``bodyTail``.
     public var body: [UInt8]?
+    /// The rest of the body, stored from where it is: a page line, which a feed keeps anyway,
+    /// costs no copy of itself while it waits for its commit.
+    public var bodyTail: (any FixedBytes)?
 
-    public init(token: String?, body: [UInt8]? = nil) {
+    public init(token: String?, body: [UInt8]? = nil, bodyTail: (any FixedBytes)? = nil) {
         self.token = token
         self.body = body
+        self.bodyTail = bodyTail
     }
+
+    /// The body's length, nil when none is kept.
+    var bodyCount: Int? { body.map { $0.count + (bodyTail?.buffer.count ?? 0) } }
+}
+
+/// Bytes at a fixed address that are never written again (a page line), read in place when
+/// they are stored.
+public protocol FixedBytes: AnyObject, Sendable {
+    var buffer: UnsafeRawBufferPointer { get }
 }
 
 /// Everything the store holds except page bodies: what the store loads at start, what the
@@ -169,7 +183,7 @@ extension StoredFeed {
     /// by dropping the oldest first; returns whether this page's body is kept, and raises
     /// `dropping` to the last page whose body went.
     mutating func record(_ page: NewPage, number: Int, bodyBudget: Int, dropping: inout Int?) -> Bool {
-        let bodyBytes = page.body?.count ?? 0
+        let bodyBytes = page.bodyCount ?? 0
         let keepsBody = page.body != nil && number > bodiesDroppedThrough && bodyBytes <= bodyBudget
         let record = StoredPage(token: page.token, bodyBytes: keepsBody ? bodyBytes : 0, hasBody: keepsBody)
         if number > pages.count { pages.append(record) } else { pages[number - 1] = record }

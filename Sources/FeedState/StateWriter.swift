@@ -65,6 +65,9 @@ final class StateWriter: Sendable {
     init(connection: SQLiteConnection, snapshot: StateSnapshot, bodyBudget: Int, pacing: CommitPacing) {
         mirror = Locked(snapshot)
         self.pacing = pacing
+        // The writer checkpoints (see `run`), not SQLite inside the commit that fills the log;
+        // should this fail, SQLite's own checkpoints go on as before.
+        try? connection.execute("PRAGMA wal_autocheckpoint = 0")
         // The connection moves to the writer thread here and nothing else keeps a reference to
         // it, so handing it over unchecked is safe.
         nonisolated(unsafe) let thread = WriterThread(connection: connection, committed: snapshot, bodyBudget: bodyBudget)
@@ -116,7 +119,11 @@ final class StateWriter: Sendable {
             let (jobs, closing) = takeJobs()
             if jobs.isEmpty {
                 if closing { return }
-                wakeUp.wait()
+                // Checkpoints once nothing has come for a while: not between the commits of a run.
+                if wakeUp.wait(timeout: .now() + Self.idleBeforeCheckpoint) == .timedOut {
+                    thread.connection.boundWriteAheadLog()
+                    wakeUp.wait()
+                }
                 continue
             }
             var changes = perform(jobs, on: thread)
@@ -129,6 +136,11 @@ final class StateWriter: Sendable {
             busyCommitEnded = changes.count >= pacing.busyGroup ? .now : nil
         }
     }
+
+    /// How long the writer waits for more changes before it checkpoints a write-ahead log over
+    /// ``SQLiteConnection/writeAheadLogLimit``: longer than a run's pages take between two
+    /// commits, short enough that the log is cut back soon after a burst.
+    static let idleBeforeCheckpoint = DispatchTimeInterval.milliseconds(100)
 
     private func takeJobs() -> (jobs: [Job], closing: Bool) {
         queue.withLock { queue in
@@ -193,7 +205,7 @@ final class StateWriter: Sendable {
         }
         answer(zip(changes.lazy.map(\.1), results))
         // After the answers: the checkpoint's syncs hold up only the next transaction.
-        thread.connection.boundWriteAheadLog()
+        thread.connection.boundWriteAheadLog(over: SQLiteConnection.busyWriteAheadLogLimit)
     }
 
     /// Calls the writer-thread completions now, in order, and queues the main-actor ones for

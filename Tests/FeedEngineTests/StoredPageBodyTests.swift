@@ -19,7 +19,9 @@ import Testing
         let page = Page(
             feed: "custom", generation: 2, number: 3, items: [Item(id: "a", data: 1), Item(id: "b", data: 2)], isLast: next == .end,
             encoder: LineEncoder())
-        let body = StoredPageBody.encode(page.published(next: next, sourcePage: 3))
+        let record = StoredPageBody.record(page.published(next: next, sourcePage: 3))
+        #expect(record.token == next.token)
+        let body = try #require(record.body) + Array(try #require(record.bodyTail).buffer)
         let stored = try #require(StoredPageBody.decode(body, feed: "custom", generation: 2, number: 3, wrap: false))
         #expect(stored.next == next)
         #expect(Array(stored.page.line.buffer) == Array(page.line.buffer))

@@ -64,6 +64,36 @@ import TestSupport
         #expect(store.feed("f")?.pages.map(\.token) == ["t2", "again"])
     }
 
+    /// Bytes kept elsewhere, stored as a body's tail (Sendable: never written after `init`).
+    final class Tail: FixedBytes, @unchecked Sendable {
+        let bytes: UnsafeMutableRawBufferPointer
+        var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(bytes) }
+        init(_ contents: [UInt8]) {
+            let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(contents.count, 1), alignment: 1)
+            storage.copyBytes(from: contents)
+            bytes = UnsafeMutableRawBufferPointer(rebasing: storage[..<contents.count])
+        }
+        deinit { bytes.deallocate() }
+    }
+
+    @Test func test_a_body_with_a_tail_is_stored_as_its_two_parts_one_after_the_other() async throws {
+        let fixture = try StoreFixture()
+        let store = try fixture.open()
+        try await store.startGeneration(feed: "f", generation: 1, fingerprint: "x", seed: nil)
+        let line = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 % 251) }
+        let pages = [
+            NewPage(token: "2", body: Array("head\n".utf8), bodyTail: Tail(line)), NewPage(token: "3", body: [], bodyTail: Tail([1, 2])),
+            NewPage(token: nil, body: [9], bodyTail: Tail([])),
+        ]
+        try await store.recordPages(feed: "f", generation: 1, first: 1, pages: pages)
+        store.close()
+        let reopened = try fixture.open()
+        #expect(try await reopened.pageBody(feed: "f", generation: 1, page: 1) == Array("head\n".utf8) + line)
+        #expect(try await reopened.pageBody(feed: "f", generation: 1, page: 2) == [1, 2])
+        #expect(try await reopened.pageBody(feed: "f", generation: 1, page: 3) == [9])
+        #expect(reopened.feed("f")?.pages.map(\.bodyBytes) == [line.count + 5, 2, 1])
+    }
+
     @Test func test_pages_recorded_together_and_writes_from_one_actor_commit_in_order() async throws {
         let fixture = try StoreFixture()
         let store = try fixture.open()

@@ -11,12 +11,10 @@ import FeedState
 /// {"type":"page","feed":"custom","generation":1,"page":3,"items":[…],"last":false}
 /// ```
 enum StoredPageBody {
-    static func encode(_ page: FleetPage) -> [UInt8] {
-        var body = Array(page.header.utf8)
-        body.reserveCapacity(body.count + 1 + page.line.count)
-        body.append(UInt8(ascii: "\n"))
-        body.append(contentsOf: page.line.buffer)
-        return body
+    /// The page to record, with the token of the page after it: its header line is the body,
+    /// and its line the body's tail, stored from the page's own buffer.
+    static func record(_ page: FleetPage) -> NewPage {
+        NewPage(token: page.next.token, body: Array(page.header.utf8) + [UInt8(ascii: "\n")], bodyTail: page.line)
     }
 
     /// The page stored as `body`, with what its source said of the page after it; nil if `body`
@@ -51,6 +49,8 @@ extension StoredFeed {
         (pages.last?.hasBody == true ? pages.dropLast() : pages[...]).map(\.token)
     }
 }
+
+extension SharedBytes: FixedBytes {}
 
 extension NextPage {
     /// The token that fetches the page after, if one may follow.
