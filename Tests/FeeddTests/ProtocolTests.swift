@@ -56,6 +56,24 @@ import TestSupport
         #expect(try client.expect("page")["page"] == 3)
     }
 
+    /// One write of more requests than a connection reads in a turn (four 16 KB reads): the rest
+    /// is read on later turns, though nothing new arrives to make epoll report the socket again.
+    @Test func a_burst_longer_than_a_turns_share_is_answered_in_full() throws {
+        let daemon = try Self.numbersFeed()
+        let client = try daemon.connect()
+        let count = 4_000
+        let burst = (1...count).map { #"{"op":"ping","id":\#($0)}"# + "\n" }.joined()
+        #expect(burst.utf8.count > 4 * 16 * 1024)
+        try client.connection.sendRaw(Array(burst.utf8))
+        for id in 1...count {
+            let pong = try client.expect("pong")
+            guard pong["id"] == .integer(Int64(id)) else {
+                Issue.record("pong \(id) came as \(pong.jsonText)")
+                return
+            }
+        }
+    }
+
     @Test func next_past_last_page_answers_end() throws {
         let daemon = try Self.numbersFeed(lines: 25, pageSize: 10)
         let client = try daemon.connect()

@@ -87,14 +87,14 @@ final class Connection: ClientHandle {
     }
 
     func start(greeting: [UInt8]) {
-        registration = loop.watch(descriptor, for: interest) { [unowned self] readiness in self.handle(readiness) }
+        registration = loop.watch(descriptor, for: interest, edgeTriggered: true) { [unowned self] readiness in self.handle(readiness) }
         send(greeting)
     }
 
     var isClosed: Bool { state.isClosed }
 
     private func handle(_ readiness: EventLoop.Readiness) {
-        if readiness.isReadable, state.isReading { readAvailable() }
+        if readiness.isReadable, state.isReading { readAvailable(readiness) }
         if readiness.isWritable || readiness.isHangUp, stallTimer != nil, !state.isClosed { writable() }
         // The peer is gone and nothing is left to read from it: nothing can reach it either.
         if readiness.isHangUp, !state.isClosed, !state.isReading, stallTimer == nil { close() }
@@ -118,11 +118,14 @@ final class Connection: ClientHandle {
     }
 
     /// Reads until the socket has nothing more (a read shorter than the buffer, or EAGAIN) or
-    /// says end of file, or until this client had its share of the turn: the event loop reports
-    /// what is left, or arrived since, or the end of file, on its next turn. (Not reading again
-    /// after a short read saves a read that would only say EAGAIN: one system call of the three a
-    /// request usually costs.)
-    private func readAvailable() {
+    /// says end of file, or until this client had its share of the turn: then the event loop is
+    /// asked to serve it again, since epoll reports only what arrives later (the socket is
+    /// edge-triggered). (Not reading again after a short read saves a read that would only say
+    /// EAGAIN: one system call of the two a request usually costs. But when the client had
+    /// already half-closed as epoll reported it, the end of file is read too: no later report
+    /// would come for it.) Input left while reading pauses is reported when reading resumes, as
+    /// the change of interest makes epoll look again.
+    private func readAvailable(_ readiness: EventLoop.Readiness) {
         let start = readBuffer ?? UnsafeMutableRawPointer.allocate(byteCount: Self.readSize, alignment: 16)
         readBuffer = start
         let buffer = UnsafeMutableRawBufferPointer(start: start, count: Self.readSize)
@@ -130,7 +133,7 @@ final class Connection: ClientHandle {
             let count = read(descriptor, buffer.baseAddress, buffer.count)
             if count > 0 {
                 answerTogether { handleInput(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) }
-                if !state.isReading || count < buffer.count { return }
+                if !state.isReading || (count < buffer.count && !readiness.peerStoppedSending) { return }
             } else if count == 0 {
                 endOfInput()
                 return
@@ -140,6 +143,7 @@ final class Connection: ClientHandle {
                 return
             }
         }
+        if let registration { loop.serveAgain(registration, readiness) }
     }
 
     /// Answers the requests `handle` decodes, and writes their answers together once it returns:
