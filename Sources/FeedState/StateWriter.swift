@@ -211,7 +211,7 @@ final class StateWriter: Sendable {
     /// Calls the writer-thread completions now, in order, and queues the main-actor ones for
     /// ``callMainActorAnswers()``.
     private func answer(_ outcomes: some Sequence<(Completion, Result)>) {
-        var onMainActor: [MainActorAnswer] = []
+        var onMainActor: [MainActorAnswers.Answer] = []
         for (completion, result) in outcomes {
             switch completion {
             case .onWriterThread(let body): body(result)
@@ -220,17 +220,15 @@ final class StateWriter: Sendable {
         }
         guard !onMainActor.isEmpty else { return }
         let mustSchedule = mainActorAnswers.withLock { answers in
-            answers.pending.append(contentsOf: onMainActor)
+            answers.append(contentsOf: onMainActor)
             defer { answers.isScheduled = true }
             return !answers.isScheduled
         }
         if mustSchedule { callMainActorAnswers() }
     }
 
-    private typealias MainActorAnswer = (body: @MainActor @Sendable (Result) -> Void, result: Result)
-
     /// Main-actor completions not called yet, oldest first, and whether a job to call them is queued.
-    private let mainActorAnswers = Locked((pending: [MainActorAnswer](), isScheduled: false))
+    private let mainActorAnswers = Locked(MainActorAnswers())
 
     /// Main-actor completions one main-queue job calls at most: some 130 µs of answers at a time
     /// during an ack storm. (64 held a `next` up for half a millisecond; 16 halved the median
@@ -245,15 +243,54 @@ final class StateWriter: Sendable {
         DispatchQueue.main.async { [self] in
             MainActor.assumeIsolated {
                 let (batch, more) = mainActorAnswers.withLock { answers in
-                    let batch = answers.pending.prefix(Self.mainActorAnswersPerJob)
-                    answers.pending.removeFirst(batch.count)
-                    answers.isScheduled = !answers.pending.isEmpty
-                    return (Array(batch), answers.isScheduled)
+                    let batch = answers.takeFirst(Self.mainActorAnswersPerJob)
+                    answers.isScheduled = !answers.isEmpty
+                    return (batch, answers.isScheduled)
                 }
                 for (body, result) in batch { body(result) }
                 if more { callMainActorAnswers() }
             }
         }
+    }
+}
+
+/// The main-actor completions of committed changes that ``StateWriter/callMainActorAnswers()`` has
+/// yet to call, oldest first: the writer appends a transaction's at the back, each main-queue job
+/// takes a few from the front.
+///
+/// Taken from the front by moving a start index, not by `removeFirst`: the array was copied whole
+/// (every closure retained, then the old buffer's released) at each job, since the batch just
+/// taken still shared its buffer, and a storm's group of a few hundred answers cost the main
+/// thread the square of that (4% of its samples, `perf record` of the C client's ack storm).
+private struct MainActorAnswers {
+    typealias Answer = (body: @MainActor @Sendable (StateWriter.Result) -> Void, result: StateWriter.Result)
+
+    private var answers: [Answer] = []
+    private var start = 0
+    /// Whether a job to call them is queued on the main queue.
+    var isScheduled = false
+
+    var isEmpty: Bool { start == answers.count }
+
+    mutating func append(contentsOf more: [Answer]) {
+        answers.append(contentsOf: more)
+    }
+
+    /// Takes up to `count` answers from the front.
+    mutating func takeFirst(_ count: Int) -> [Answer] {
+        let end = min(start + count, answers.count)
+        let taken = Array(answers[start..<end])
+        start = end
+        if start == answers.count {
+            answers.removeAll(keepingCapacity: true)
+            start = 0
+        } else if start >= 256, start * 2 >= answers.count {
+            // The writer keeps adding while the main thread catches up: the answers already
+            // called go, at a cost of at most one move of each one left.
+            answers.removeFirst(start)
+            start = 0
+        }
+        return taken
     }
 }
 

@@ -30,6 +30,12 @@ import Testing
         #expect(try JSONValue(parsing: written) == .string(text))
     }
 
+    @Test func writes_integers_in_decimal_digits() {
+        for integer in [0, 7, -1, 10, 1_000_000_007, Int64.max, Int64.min] {
+            #expect(JSONValue.integer(integer).jsonText == String(integer))
+        }
+    }
+
     @Test func round_trips_numbers_exactly() throws {
         for number: JSONValue in [0, -1, 9_007_199_254_740_993, 0.1, 1e-7, 1.5e300, -2.25] {
             #expect(try JSONValue(parsing: number.jsonText) == number)

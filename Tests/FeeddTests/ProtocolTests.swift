@@ -56,6 +56,48 @@ import TestSupport
         #expect(try client.expect("page")["page"] == 3)
     }
 
+    /// A connection keeps the last `next` line it decoded (a consumer sends the same one every
+    /// round): the same line again is answered as a fresh one would be, with its own id, and a
+    /// line that differs in any byte is decoded anew.
+    @Test func the_same_next_line_again_is_answered_like_the_first() throws {
+        let daemon = try Self.numbersFeed(lines: 25, pageSize: 5)
+        let client = try daemon.connect()
+        let line = #"{"op":"next","feed":"numbers","id":7}"#
+        try client.send(line)
+        #expect(try client.expect("subscribed")["id"] == 7)
+        for page in 1...2 {
+            if page > 1 { try client.send(line) }
+            let answer = try client.expect("page")
+            #expect(answer["page"] == .integer(Int64(page)) && answer["id"] == 7)
+        }
+        try client.send(#"{"op":"next","feed":"numbers","id":8}"#)
+        let other = try client.expect("page")
+        #expect(other["page"] == 3 && other["id"] == 8)
+        try client.send(#"{"op":"next","feed":"number5","id":7}"#)
+        let refused = try client.expect("error")
+        #expect(refused["code"] == "unknown_feed" && refused["id"] == 7)
+        try client.send(line)
+        #expect(try client.expect("page")["page"] == 4)
+    }
+
+    /// One write of more requests than a connection reads in a turn (four 16 KB reads): the rest
+    /// is read on later turns, though nothing new arrives to make epoll report the socket again.
+    @Test func a_burst_longer_than_a_turns_share_is_answered_in_full() throws {
+        let daemon = try Self.numbersFeed()
+        let client = try daemon.connect()
+        let count = 4_000
+        let burst = (1...count).map { #"{"op":"ping","id":\#($0)}"# + "\n" }.joined()
+        #expect(burst.utf8.count > 4 * 16 * 1024)
+        try client.connection.sendRaw(Array(burst.utf8))
+        for id in 1...count {
+            let pong = try client.expect("pong")
+            guard pong["id"] == .integer(Int64(id)) else {
+                Issue.record("pong \(id) came as \(pong.jsonText)")
+                return
+            }
+        }
+    }
+
     @Test func next_past_last_page_answers_end() throws {
         let daemon = try Self.numbersFeed(lines: 25, pageSize: 10)
         let client = try daemon.connect()

@@ -43,7 +43,7 @@ extension Feed {
         let figures = first.entries.map { entry in
             ConsumerFigures(
                 name: entry.name, after: entry.after, behind: max(0, newest - entry.after), connected: entry.connected,
-                lastAck: ledger.lastAcknowledged[entry.name])
+                lastAck: ledger.lastAcknowledged(entry.name))
         }
         return (lag, ConsumerPage(feed: name, consumers: figures, next: first.moreFollow ? figures.last?.name : nil))
     }

@@ -222,14 +222,17 @@ public final class Server: ConnectionContext {
             service.next(client, feed: name, count: count, replyTo: id?.replyTag, answer: answer { $0.map { Message.subscribed($0, id: id) } })
         case .ack(let name, let page):
             let holdsOutput = connection.holdOutputForAcknowledgement()
-            let reply: (Result<Int, ServiceError>) -> Void = answer { cursor in
-                var line = Message(type: "ack")
-                line.field("feed", name)
-                line.field("page", cursor)
-                return line.line(replyTo: id)
-            }
+            // One closure, not `answer`'s and another around it: an ack storm makes one per ack.
             service.acknowledge(client, feed: name, through: page) { result in
-                reply(result)
+                switch result {
+                case .success(let cursor):
+                    var line = Message(type: "ack")
+                    line.field("feed", name)
+                    line.field("page", cursor)
+                    connection.send(line.line(replyTo: id))
+                case .failure(let error):
+                    connection.send(Message.error(error, id: id))
+                }
                 if holdsOutput { connection.releaseOutputHold() }
             }
         case .unsubscribe(let name):
