@@ -262,9 +262,10 @@ private final class Transfer {
             return false
         }
         // Room for the whole body at once: growing by doubling would copy it and leave up to
-        // twice its size allocated (a compressed body's length is only a start).
+        // twice its size allocated (a compressed body's length is only a start). The padding a
+        // JSONDocument needs after its text is room too, so that a JSON body is parsed where it lies.
         if body.isEmpty, let length = headers["content-length"].flatMap({ Int($0) }), length > bytes.count, length <= maximumBodyBytes {
-            body.reserveCapacity(length)
+            body.reserveCapacity(length + JSONDocument.padding)
         }
         body.append(contentsOf: bytes)
         return true
