@@ -55,8 +55,9 @@ enum UpstreamPathScenarios {
         let before = try daemon.cpuSeconds()
         try reader.send(#"{"op":"next","feed":"users","count":\#(pages)}"#)
         for _ in 0..<pages {
-            guard let line = try reader.connection.readLine(timeout: .seconds(60)), line.starts(with: Array(#"{"type":"page""#.utf8)) else {
-                throw TestFailure("expected a page line")
+            let line = try reader.connection.readLine(timeout: .seconds(60))
+            guard let line, line.starts(with: Array(#"{"type":"page""#.utf8)) else {
+                throw TestFailure("expected a page line, got \(line.map { String(decoding: $0.prefix(300), as: UTF8.self) } ?? "nothing")")
             }
         }
         let cpu = try daemon.cpuSeconds() - before

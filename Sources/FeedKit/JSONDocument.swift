@@ -36,27 +36,38 @@ public final class JSONDocument: @unchecked Sendable {
     /// The largest text read (offsets and counts in the index are 32 bits).
     public static let maximumLength = 1 << 28
 
+    /// The spaces the text is followed by in memory. An array of bytes read with room for them
+    /// after it is indexed where it lies.
+    static let padding = Int(FEEDD_JSON_PADDING)
+
     /// Checks and indexes `bytes`; throws, saying what is wrong and about where, for anything
     /// but one JSON text as described above.
-    public init(parsing bytes: some Collection<UInt8>) throws(JSONParseError) {
-        let padding = Int(FEEDD_JSON_PADDING)
-        let length = bytes.count
-        guard length < Self.maximumLength else {
-            throw JSONParseError(description: "the text is larger than \(Self.maximumLength >> 20) MiB")
-        }
+    public convenience init(parsing bytes: some Collection<UInt8>) throws(JSONParseError) {
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count + Self.padding)
         // Copied with memcpy where the bytes are contiguous (a request line is an ArraySlice):
         // `append(contentsOf:)` of a generic collection went element by element, a quarter of
         // decoding a request line in an ack storm (callgrind).
-        let text = [UInt8](unsafeUninitializedCapacity: length + padding) { buffer, initialized in
-            let base = buffer.baseAddress!
-            let copied: Bool? = bytes.withContiguousStorageIfAvailable { source in
-                if let start = source.baseAddress { base.initialize(from: start, count: length) }
-                return true
-            }
-            if copied == nil { _ = UnsafeMutableBufferPointer(start: base, count: length).initialize(from: bytes) }
-            (base + length).initialize(repeating: UInt8(ascii: " "), count: padding)
-            initialized = length + padding
+        let copied: Bool? = bytes.withContiguousStorageIfAvailable { source in
+            text.append(contentsOf: source)
+            return true
         }
+        if copied == nil { text.append(contentsOf: bytes) }
+        try self.init(parsing: text)
+    }
+
+    /// Checks and indexes `bytes`, as the generic initializer does. An array
+    /// that is this call's alone and has room for ``padding`` more bytes is kept as it is, not
+    /// copied: `perf` of the daemon put the copy of each 22 KB randomuser body (and its
+    /// allocation) at 4% of the CPU of libcurl's thread, which reads the body and parses it.
+    public init(parsing bytes: consuming [UInt8]) throws(JSONParseError) {
+        let padding = Self.padding
+        var text = bytes
+        let length = text.count
+        guard length < Self.maximumLength else {
+            throw JSONParseError(description: "the text is larger than \(Self.maximumLength >> 20) MiB")
+        }
+        text.append(contentsOf: repeatElement(UInt8(ascii: " "), count: padding))
         var count = 0
         var failure = feedd_json_failure()
         let entries = text.withUnsafeBufferPointer { feedd_json_index($0.baseAddress, length, Self.maximumDepth, &count, &failure) }

@@ -42,6 +42,25 @@ import TestSupport
         }
     }
 
+    /// A transfer's easy handle is reset and used again by the next (see CurlTransport's
+    /// `EasyHandles`): the request after one with a bearer token and header fields sends none of
+    /// them, and the one after that sends its own.
+    @Test func a_request_sends_nothing_of_the_request_before_it() async throws {
+        let upstream = try LoopbackUpstream()
+        let url = URL(string: "\(upstream.baseURL)/api/?results=1")!
+        var secret = HTTPSource(transport: Self.transport, timeout: .seconds(10))
+        secret.bearerToken = "token-1"
+        secret.headers["X-Api-Key"] = "key-1"
+        var plain = HTTPSource(transport: Self.transport, timeout: .seconds(10))
+        plain.headers = ["Accept": "text/plain"]
+        for source in [secret, plain, secret, plain] { #expect(try await source.get(url).status == 200) }
+        let sent = upstream.received.map(\.headers)
+        #expect(sent.map { $0["authorization"] } == ["Bearer token-1", nil, "Bearer token-1", nil])
+        #expect(sent.map { $0["x-api-key"] } == ["key-1", nil, "key-1", nil])
+        #expect(sent.map { $0["accept"] } == ["application/json", "text/plain", "application/json", "text/plain"])
+        #expect(sent.allSatisfy { $0["user-agent"]?.hasPrefix("feedd/") == true }, "the handle's own options are set anew each time")
+    }
+
     /// Where a task goes on after its answer, when it prefers the transport's executor as an HTTP
     /// adapter's fetch does: on the transport's own thread after a page, so no other thread is
     /// woken between the request and its parse; on the shared pool after a larger body, so that

@@ -87,6 +87,7 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
         loopThread.store(pthread_self(), ordering: .relaxed)
         var transfers: [UnsafeMutableRawPointer: Transfer] = [:]
         var redirected: [Request] = []
+        var handles = EasyHandles()
         while true {
             for job in jobs.withLock({ jobs in defer { jobs = [] }; return jobs }) { job.runSynchronously(on: asUnownedTaskExecutor()) }
             for request in redirected + inbox.withLock({ requests in defer { requests = [] }; return requests }) {
@@ -95,7 +96,7 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
                     continue
                 }
                 request.meter?.countRequest()
-                let transfer = Transfer(request, maximumBodyBytes: maximumBodyBytes)
+                let transfer = Transfer(request, easy: handles.take(), maximumBodyBytes: maximumBodyBytes)
                 transfers[transfer.easy] = transfer
                 multi.add(transfer.easy)
             }
@@ -103,13 +104,16 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
             for (easy, transfer) in transfers where transfer.request.cancellation.isSet {
                 transfers[easy] = nil
                 multi.remove(easy)
+                handles.give(easy)
                 transfer.request.continuation.resume(throwing: CancellationError())
             }
             multi.perform()
             while let (easy, result) = multi.nextFinished() {
                 guard let transfer = transfers.removeValue(forKey: easy) else { continue }
                 multi.remove(easy)
-                switch transfer.outcome(result) {
+                let outcome = transfer.outcome(result)
+                handles.give(easy)
+                switch outcome {
                 case .answer(let answer):
                     let large = ((try? answer.get())?.body.count ?? 0) > Self.inlineBodyBytes
                     resumingLargeBody.store(large, ordering: .relaxed)
@@ -204,7 +208,26 @@ private final class MultiHandle: @unchecked Sendable {
     }
 }
 
-/// One GET on the loop thread: its easy handle and what has come back so far.
+/// Easy handles of finished transfers, reset for the next: `perf` of the daemon fetching
+/// randomuser pages put a fresh handle's setup and teardown (its allocations, libcurl's defaults)
+/// in every request. Connections are kept by the multi handle, not by these. Loop thread only.
+private struct EasyHandles {
+    /// Enough for the transfers a busy daemon has finishing at once; a handle over that is freed.
+    private static let kept = 16
+    private var idle: [UnsafeMutableRawPointer] = []
+
+    mutating func take() -> UnsafeMutableRawPointer { idle.popLast() ?? curl_easy_init() }
+
+    /// Takes back the handle of a transfer removed from the multi handle, with none of its options.
+    mutating func give(_ easy: UnsafeMutableRawPointer) {
+        guard idle.count < Self.kept else { return curl_easy_cleanup(easy) }
+        curl_easy_reset(easy)
+        idle.append(easy)
+    }
+}
+
+/// One GET on the loop thread: what has come back so far on its easy handle, which the loop
+/// lends it (``EasyHandles``).
 private final class Transfer {
     let request: Request
     let easy: UnsafeMutableRawPointer
@@ -215,10 +238,10 @@ private final class Transfer {
     private var bodyTooLarge = false
     private var headers: [String: String] = [:]
 
-    init(_ request: Request, maximumBodyBytes: Int) {
+    init(_ request: Request, easy: UnsafeMutableRawPointer, maximumBodyBytes: Int) {
         self.request = request
         self.maximumBodyBytes = maximumBodyBytes
-        easy = curl_easy_init()
+        self.easy = easy
         errorText[0] = 0
         requestHeaders = request.http.headers.sorted { $0.key < $1.key }.reduce(nil) { list, field in
             curl_slist_append(list, "\(field.key): \(field.value)")
@@ -251,7 +274,6 @@ private final class Transfer {
     }
 
     deinit {
-        curl_easy_cleanup(easy)
         curl_slist_free_all(requestHeaders)
         errorText.deallocate()
     }
@@ -262,9 +284,10 @@ private final class Transfer {
             return false
         }
         // Room for the whole body at once: growing by doubling would copy it and leave up to
-        // twice its size allocated (a compressed body's length is only a start).
+        // twice its size allocated (a compressed body's length is only a start). The padding a
+        // JSONDocument needs after its text is room too, so that a JSON body is parsed where it lies.
         if body.isEmpty, let length = headers["content-length"].flatMap({ Int($0) }), length > bytes.count, length <= maximumBodyBytes {
-            body.reserveCapacity(length)
+            body.reserveCapacity(length + JSONDocument.padding)
         }
         body.append(contentsOf: bytes)
         return true

@@ -48,10 +48,11 @@ public struct HTTPSource: Sendable {
     }
 
     /// A response's body as a JSON document; a body that is not JSON (or nests too deeply, or
-    /// repeats a member name) is a rejection naming `url`.
-    public static func json(in response: HTTPResponse, from url: URL) throws(SourceError) -> JSONDocument {
+    /// repeats a member name) is a rejection naming `url`. The body is taken from `response`,
+    /// so that a response no one else holds gives its bytes to the document uncopied.
+    public static func json(in response: consuming HTTPResponse, from url: URL) throws(SourceError) -> JSONDocument {
         do {
-            return try JSONDocument(parsing: response.body)
+            return try JSONDocument(parsing: response.takeBody())
         } catch {
             throw SourceError.rejected("the body from \(url.absoluteString) is not valid JSON (\(error.description))")
         }

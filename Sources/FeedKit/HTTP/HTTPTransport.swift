@@ -29,13 +29,20 @@ public struct HTTPResponse: Sendable {
     /// ", ", as HTTP allows.
     public let headers: [String: String]
     /// The body, decoded from its transfer and content encodings.
-    public let body: [UInt8]
+    public private(set) var body: [UInt8]
 
     /// A response with `status`, `headers` and `body`.
     public init(status: Int, headers: [String: String], body: [UInt8]) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// The body, leaving this response without it: the array is then the caller's alone, if
+    /// it was this response's alone.
+    mutating func takeBody() -> [UInt8] {
+        defer { body = [] }
+        return body
     }
 
     /// What to send when asking later whether the resource changed; nil when the server gave
