@@ -18,7 +18,30 @@ import TestSupport
         return pid
     }
 
-    static var descriptors: Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
+    /// What each open descriptor of process `pid` refers to (`pipe:[81234]`, `socket:[…]`, a path).
+    static func openFiles(of pid: String) -> [String] {
+        let directory = "/proc/\(pid)/fd"
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return descriptors.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\($0)") }
+    }
+
+    /// The pipes a running group holds, read from its processes: feedd holds the other end of each,
+    /// and must have closed it once the group has ended. Only these are checked, not a count of
+    /// every descriptor, because other suites run beside this one and open their own (libcurl's
+    /// wake-up pipes among them).
+    static func pipes(of pids: [Int32]) -> Set<String> {
+        Set(pids.flatMap { openFiles(of: String($0)) }.filter { $0.hasPrefix("pipe:") })
+    }
+
+    static func stillOpenHere(_ pipes: Set<String>) -> Set<String> {
+        pipes.intersection(openFiles(of: "self"))
+    }
+
+    static var descriptors: Int { openFiles(of: "self").count }
+
+    /// A bound on what other suites open meanwhile, for the checks that can only count: one
+    /// descriptor left by every start would exceed it.
+    static let othersMargin = 40
 
     static var pluginThreads: Int {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
@@ -46,15 +69,17 @@ import TestSupport
 
     @Test func ending_a_program_ends_its_group_even_a_child_holding_its_stdout() async throws {
         try await Self.warmUp()
-        let descriptorsBefore = Self.descriptors
         var process: Subprocess? = try await Self.start("sleep 600 & echo $!; exec sleep 600")
         let child = try await Self.printedPid(process!)
         let (program, keeper) = (process!.pid, process!.processGroup)
         #expect(!ChildProcess.isGone(program) && !ChildProcess.isGone(child) && !ChildProcess.isGone(keeper) && Self.pluginThreads == 1)
+        let groupPipes = Self.pipes(of: [program, keeper])
+        #expect(groupPipes.count >= 4, "stdin, stdout, stderr and the keeper's control pipe: \(groupPipes)")
+        #expect(Self.stillOpenHere(groupPipes).count >= 4, "feedd holds an end of each")
         #expect(Subprocess.describe(await process!.terminate()) == "was killed by signal 15")
         process = nil
         #expect(await Self.eventually { [program, child, keeper].allSatisfy(ChildProcess.isGone) }, "the program, its child and the keeper")
-        #expect(await Self.eventually { Self.pluginThreads == 0 && Self.descriptors == descriptorsBefore }, "\(Self.descriptors) descriptors, \(descriptorsBefore) before")
+        #expect(await Self.eventually { Self.pluginThreads == 0 && Self.stillOpenHere(groupPipes).isEmpty }, "still open: \(Self.stillOpenHere(groupPipes))")
     }
 
     @Test func a_group_that_ignores_sigterm_is_killed_after_the_grace_period() async throws {
@@ -82,25 +107,31 @@ import TestSupport
     @Test func a_program_that_cannot_be_started_says_why_and_leaves_nothing() async throws {
         try await Self.warmUp()
         let descriptorsBefore = Self.descriptors
-        do {
-            _ = try await Subprocess.start(executable: "/nonexistent/plugin", arguments: [], environment: [:]) { _ in }
-            Issue.record("a missing program was started")
-        } catch {
-            #expect(error.message == "cannot start /nonexistent/plugin: No such file or directory")
+        for _ in 1...(2 * Self.othersMargin) {
+            do {
+                _ = try await Subprocess.start(executable: "/nonexistent/plugin", arguments: [], environment: [:]) { _ in }
+                Issue.record("a missing program was started")
+            } catch {
+                #expect(error.message == "cannot start /nonexistent/plugin: No such file or directory")
+            }
         }
-        #expect(await Self.eventually { Self.pluginThreads == 0 && Self.descriptors == descriptorsBefore })
+        #expect(await Self.eventually { Self.pluginThreads == 0 && Self.descriptors < descriptorsBefore + Self.othersMargin }, "\(Self.descriptors) descriptors, \(descriptorsBefore) before")
     }
 
-    @Test func a_hundred_starts_and_ends_leave_the_thread_and_descriptor_counts_where_they_were() async throws {
+    @Test func a_hundred_starts_and_ends_leave_no_thread_and_no_descriptor() async throws {
         try await Self.warmUp()
         let descriptorsBefore = Self.descriptors
         var children: [Int32] = []
+        var groupPipes: Set<String> = []
         for _ in 1...100 {
             let process = try await Self.start("sleep 600 & echo $!")
             children.append(try await Self.printedPid(process))
+            groupPipes.formUnion(Self.pipes(of: [process.pid, process.processGroup]))
             _ = await process.terminate()
         }
         #expect(await Self.eventually { children.allSatisfy(ChildProcess.isGone) })
-        #expect(await Self.eventually { Self.pluginThreads == 0 && Self.descriptors == descriptorsBefore })
+        #expect(await Self.eventually { Self.pluginThreads == 0 && Self.stillOpenHere(groupPipes).isEmpty }, "still open: \(Self.stillOpenHere(groupPipes))")
+        // The monitor's own wake-up pipe is seen by no child: a leak of it, once a start, shows in the count.
+        #expect(await Self.eventually { Self.descriptors < descriptorsBefore + Self.othersMargin }, "\(Self.descriptors) descriptors, \(descriptorsBefore) before")
     }
 }
