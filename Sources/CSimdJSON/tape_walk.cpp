@@ -21,6 +21,70 @@ namespace {
 
 constexpr uint64_t payload_mask = (uint64_t(1) << 56) - 1;
 
+// How many tape words a scalar of each type takes.
+constexpr std::array<uint8_t, 256> scalar_words = [] {
+    std::array<uint8_t, 256> table{};
+    for (size_t type = 0; type < table.size(); type++) table[type] = type == 'l' || type == 'u' || type == 'd' ? 2 : 1;
+    return table;
+}();
+
+// The tape index past the value whose first word is at `at` (past a container's closing word).
+inline size_t after_value(const uint64_t *tape, size_t at) {
+    uint8_t type = uint8_t(tape[at] >> 56);
+    return type == '{' || type == '[' ? size_t(tape[at] & 0xFFFFFFFF) : at + scalar_words[type];
+}
+
+// The string whose tape word is `word`, from the string buffer (a 32-bit length, then the bytes).
+inline std::string_view stored_string(const uint8_t *strings, uint64_t word) {
+    const uint8_t *stored = strings + (word & payload_mask);
+    uint32_t size;
+    std::memcpy(&size, stored, sizeof size);
+    return std::string_view(reinterpret_cast<const char *>(stored + sizeof size), size);
+}
+
+// The member names of one object, to find a name given twice: readers of the same bytes would
+// resolve it differently. Nearly every name is new, and a bit of a 64-bit filter, picked by its
+// length and end bytes, says so at a glance; only a name whose bit is already set is compared
+// with the names before it, read back from the tape (they stay there, so none is copied). An
+// object of many members, whose filter fills, keeps its names in a hash set instead.
+class ObjectNames {
+public:
+    explicit ObjectNames(size_t open) : open(open) {}
+
+    // Whether the name whose tape word is at `at` repeats one before it in the object.
+    bool repeated(const uint64_t *tape, const uint8_t *strings, size_t at) {
+        std::string_view name = stored_string(strings, tape[at]);
+        if (many) return !many->insert(name).second;
+        if (++count > filter_limit) {
+            many = std::make_unique<std::unordered_set<std::string_view>>();
+            for (size_t before = open + 1; before < at; before = after_value(tape, before + 1)) many->insert(stored_string(strings, tape[before]));
+            return !many->insert(name).second;
+        }
+        uint64_t bit = uint64_t(1) << filter_bit(name);
+        bool maybe = filter & bit;
+        filter |= bit;
+        if (!maybe) return false;
+        for (size_t before = open + 1; before < at; before = after_value(tape, before + 1)) {
+            if (stored_string(strings, tape[before]) == name) return true;
+        }
+        return false;
+    }
+
+private:
+    // Past this many names the filter is mostly set, and a hash set is cheaper than the scans.
+    static constexpr size_t filter_limit = 24;
+    // The object's opening word on the tape.
+    size_t open;
+    size_t count = 0;
+    uint64_t filter = 0;
+    std::unique_ptr<std::unordered_set<std::string_view>> many;
+
+    // Names of one object mostly differ in length or in their last byte.
+    static unsigned filter_bit(std::string_view name) {
+        return name.empty() ? 0 : unsigned(name.size() * 11 + uint8_t(name.back())) & 63;
+    }
+};
+
 // A container being walked.
 struct Open {
     size_t entry;
@@ -28,8 +92,7 @@ struct Open {
     bool object;
     // In an object: the next string is a member's name.
     bool expects_name;
-    size_t names_mark;
-    std::unique_ptr<std::unordered_set<std::string_view>> seen;
+    ObjectNames names;
 };
 
 class TapeWalk {
@@ -47,25 +110,24 @@ public:
         size_t root_end = size_t(tape[0] & payload_mask) - 1;
         for (size_t at = 1; at < root_end;) {
             uint8_t type = uint8_t(tape[at] >> 56);
-            const uint8_t *start = next_value_start();
+            const uint8_t *start = value_start(type);
             if (!start) return failure(TAPE_ERROR, nullptr);
             switch (type) {
             case '{':
             case '[':
                 if (open.size() >= max_depth) return failure(DEPTH_ERROR, start);
-                open.push_back(Open{add(type == '{' ? FEEDD_JSON_OBJECT : FEEDD_JSON_ARRAY, start, start), 0, type == '{', type == '{', names.mark(), nullptr});
+                open.push_back(Open{add(type == '{' ? FEEDD_JSON_OBJECT : FEEDD_JSON_ARRAY, start, start), 0, type == '{', type == '{', ObjectNames(at)});
                 at += 1;
                 break;
             case '}':
             case ']':
-                if (open.back().object) names.leave(open.back().names_mark);
                 if (index) index->close(open.back().entry, start, open.back().children);
                 open.pop_back();
                 completed();
                 at += 1;
                 break;
             case '"':
-                if (!string(tape[at] & payload_mask, start)) return failure(TAPE_ERROR, start, "an object has two members of the same name");
+                if (!string(at, start)) return failure(TAPE_ERROR, start, "an object has two members of the same name");
                 at += 1;
                 break;
             case 'l':
@@ -102,7 +164,6 @@ private:
     // The containers the walk is in, innermost last: one list per thread, whose memory each walk
     // reuses (a one-line text costs little more than the DOM parser's own work).
     std::vector<Open> &open;
-    Names names;
 
     static std::vector<Open> &open_list() {
         thread_local std::vector<Open> list;
@@ -119,9 +180,15 @@ private:
 
     size_t add(uint32_t shape, const uint8_t *start, const uint8_t *end) { return index ? index->add(shape, start, end) : 0; }
 
-    // The first byte of the value the tape is at: the next structural that is not a comma or a colon.
-    const uint8_t *next_value_start() {
-        while (structural < structural_count && (text[structurals[structural]] == ',' || text[structurals[structural]] == ':')) structural++;
+    // The first byte of the value the tape is at, of type `type`. The DOM parser has checked the
+    // grammar, so which structurals before it are a comma or a colon follows from where the walk
+    // is, without reading them: a comma before every element and member but a container's first,
+    // a colon between a member's name and its value, neither before a closing bracket.
+    const uint8_t *value_start(uint8_t type) {
+        if (type != '}' && type != ']' && !open.empty()) {
+            const Open &container = open.back();
+            structural += container.object && !container.expects_name ? 1 : container.children > 0;
+        }
         return structural < structural_count ? text + structurals[structural++] : nullptr;
     }
 
@@ -139,35 +206,25 @@ private:
         open.back().expects_name = open.back().object;
     }
 
-    // Records the string at `start`, whose value is at `offset` in the string buffer (a 32-bit
-    // length, then the bytes); false if it names an object's member a second time.
-    bool string(uint64_t offset, const uint8_t *start) {
-        uint32_t size;
-        std::memcpy(&size, strings + offset, sizeof size);
+    // Records the string at `start`, whose tape word is at `at`; false if it names an object's
+    // member a second time.
+    bool string(size_t at, const uint8_t *start) {
         const uint8_t *end = scalar_end();
-        bool escaped = size_t(end - start) != size_t(size) + 2;
+        bool escaped = size_t(end - start) != stored_string(strings, tape[at]).size() + 2;
         add(FEEDD_JSON_STRING | (escaped ? FEEDD_JSON_ESCAPED : 0), start, end);
         if (open.empty() || !open.back().expects_name) {
             completed();
             return true;
         }
         open.back().expects_name = false;
-        std::string_view name(reinterpret_cast<const char *>(strings + offset + sizeof size), size);
-        return !names.repeated(name, open.back().names_mark, open.back().seen);
+        return !open.back().names.repeated(tape, strings, at);
     }
 };
-
-// How many tape words a scalar of each type takes.
-constexpr std::array<uint8_t, 256> scalar_words = [] {
-    std::array<uint8_t, 256> table{};
-    for (size_t type = 0; type < table.size(); type++) table[type] = type == 'l' || type == 'u' || type == 'd' ? 2 : 1;
-    return table;
-}();
 
 // A check of the tape alone, for a text that needs no index: whether it nests deeper than
 // `max_depth`, or an object names a member twice. It steps from value to value in each
 // container and descends into the containers among them (at most `max_depth` calls deep, as the
-// On-Demand walk does), so it reads each word once and keeps a small object's names on the stack.
+// On-Demand walk does), so it reads each word once.
 class TapeCheck {
 public:
     TapeCheck(const dom::parser &parser, size_t max_depth) : tape(parser.doc.tape.get()), strings(parser.doc.string_buf.get()), max_depth(max_depth) {}
@@ -178,9 +235,6 @@ public:
     }
 
 private:
-    // An object of up to this many members (most records) compares each name with those before
-    // it; a larger one keeps them in a hash set.
-    static constexpr size_t few_members = 16;
     const uint64_t *tape;
     const uint8_t *strings;
     size_t max_depth;
@@ -189,49 +243,21 @@ private:
     Outcome container(size_t open, size_t depth) const {
         if (depth > max_depth) return Outcome{DEPTH_ERROR, nullptr, nullptr};
         bool object = uint8_t(tape[open] >> 56) == '{';
-        size_t members = size_t((tape[open] >> 32) & 0xFFFFFF);
         size_t close = size_t(tape[open] & 0xFFFFFFFF) - 1;
-        // Where each name before this one is in the string buffer; not initialised, as only the
-        // first `count` are read.
-        const uint8_t *names[few_members];
-        std::unique_ptr<std::unordered_set<std::string_view>> many;
-        if (object && members > few_members) many = std::make_unique<std::unordered_set<std::string_view>>();
-        for (size_t at = open + 1, count = 0; at < close; count++) {
+        ObjectNames names(open);
+        for (size_t at = open + 1; at < close;) {
             if (object) {
-                if (repeated(strings + (tape[at] & payload_mask), names, count, many.get())) return Outcome{TAPE_ERROR, "an object has two members of the same name", nullptr};
+                if (names.repeated(tape, strings, at)) return Outcome{TAPE_ERROR, "an object has two members of the same name", nullptr};
                 at++;
             }
             uint8_t type = uint8_t(tape[at] >> 56);
             if (type == '{' || type == '[') {
                 Outcome inner = container(at, depth + 1);
                 if (inner.error) return inner;
-                at = size_t(tape[at] & 0xFFFFFFFF);
-            } else {
-                at += scalar_words[type];
             }
+            at = after_value(tape, at);
         }
         return Outcome{};
-    }
-
-    // The string at `stored` in the string buffer: a 32-bit length, then the bytes.
-    static std::string_view string(const uint8_t *stored) {
-        uint32_t size;
-        std::memcpy(&size, stored, sizeof size);
-        return std::string_view(reinterpret_cast<const char *>(stored + sizeof size), size);
-    }
-
-    // Whether the name at `stored`, the object's member number `count`, repeats one of the
-    // names before it, which are in `names` (or in `many` for a large object); notes it.
-    static bool repeated(const uint8_t *stored, const uint8_t **names, size_t count, std::unordered_set<std::string_view> *many) {
-        if (many) return !many->insert(string(stored)).second;
-        uint32_t size;
-        std::memcpy(&size, stored, sizeof size);
-        for (size_t before = 0; before < count; before++) {
-            // The length first: it is where two names mostly differ.
-            if (std::memcmp(names[before], stored, sizeof size) == 0 && std::memcmp(names[before] + sizeof size, stored + sizeof size, size) == 0) return true;
-        }
-        names[count] = stored;
-        return false;
     }
 };
 

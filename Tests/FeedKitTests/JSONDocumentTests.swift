@@ -107,6 +107,26 @@ import Testing
         #expect(RawJSON(validating: Array(#"{"":1,"":2}"#.utf8)) == nil, "two empty names")
     }
 
+    /// The walks tell most names apart by their length and last byte alone; names alike in both
+    /// are compared in full, and an object grown past that first glance's reach keeps its names
+    /// in a set. Each path is tried with and without an index.
+    @Test func names_alike_in_length_and_last_byte_are_told_apart_and_their_repeats_found() throws {
+        func accepted(_ members: [String]) -> (indexed: Bool, checked: Bool) {
+            let text = "{" + members.joined(separator: ",") + "}"
+            return ((try? Self.document(text)) != nil, RawJSON(validating: Array(text.utf8)) != nil)
+        }
+        let alike = (UInt8(ascii: "a")...UInt8(ascii: "t")).map { #""\#(Character(UnicodeScalar($0)))z":1"# }
+        #expect(accepted(alike) == (true, true))
+        #expect(accepted(alike + [#""cz":2"#]) == (false, false))
+        #expect(accepted(alike + [#""tz":2"#]) == (false, false), "the last of them, spelt with an escape")
+        for count in 22...28 {
+            let members = (0..<count).map { #""k\#($0)":\#($0)"# }
+            #expect(accepted(members) == (true, true), "\(count) members")
+            #expect(accepted(members + [#""k0":0"#]) == (false, false), "the first repeated after \(count)")
+            #expect(accepted(members + [#""k\#(count - 1)":0"#]) == (false, false), "the last repeated after \(count)")
+        }
+    }
+
     @Test func a_text_checked_without_an_index_counts_objects_and_arrays_alike_in_its_depth() {
         let half = JSONDocument.maximumDepth / 2
         let (open, close) = (String(repeating: #"{"a":["#, count: half), String(repeating: "]}", count: half))
