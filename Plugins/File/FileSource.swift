@@ -49,10 +49,11 @@ public struct FileSource: SourceAdapter {
         }
 
         var reader = try file.lines(from: start, includeUnterminatedLast: !follow)
-        var items: [Item] = []
-        while items.count < pageSize, let line = try reader.nextNonBlank() {
-            items.append(Self.item(line.text, id: String(line.number)))
+        var lines = PageLines(pageSize: pageSize)
+        while lines.count < pageSize, let line = try reader.nextNonBlank() {
+            lines.append(line)
         }
+        let items = lines.items()
         let next = FilePosition(offset: reader.offset, line: reader.lineNumber)
         if follow {
             // A short page reached the end of what is written: look for more only after waiting.
@@ -73,12 +74,6 @@ public struct FileSource: SourceAdapter {
             if stat(path, &info) == 0, Int64(info.st_size) != offset { return }
             try await Task.sleep(for: .milliseconds(100))
         }
-    }
-
-    /// A line that is JSON is carried as its own text; anything else as a string.
-    static func item(_ line: [UInt8], id: String) -> Item {
-        if let json = RawJSON(validating: line) { return Item(id: id, json: json) }
-        return Item(id: id, data: .string(String(decoding: line, as: UTF8.self)))
     }
 }
 

@@ -56,6 +56,35 @@ import TestSupport
         #expect(try await allPages(source)[0].map(\.data) == ["{broken json", "plain text ✓"])
     }
 
+    /// A page's lines are checked as JSON in one pass: lines that such a pass could misread (a value
+    /// that runs on into the next line, two values on one line, a string left open) and lines only
+    /// feedd's own check refuses must still each get the verdict, and keep the bytes, they get alone.
+    /// The last line is a value and an object left open, which a pass over a page alone would
+    /// take for the value (the json-lines fuzz target found it).
+    @Test func a_page_checked_in_one_pass_gives_each_line_its_verdict_alone() async throws {
+        let lines: [[UInt8]] = [
+            #"{"a":1}"#, "[1,", "2] 3", "1 2", #""open"#, #""closed""#, #"{"a":1,"a":2}"#,
+            "123456789012345678901234567890", String(repeating: "[", count: 600) + String(repeating: "]", count: 600),
+            "{\"b\":\r2}", "\u{0B}true", #"{"c":3}}"#, #"  { "spaced" : [ 1 , 2 ] }  "#, "null",
+        ].map { Array($0.utf8) } + [[UInt8(ascii: "\""), 0xFF, UInt8(ascii: "\"")], Array(#"2{"""#.utf8)]
+        let path = directory.path("mixed.ndjson")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(lines.joined(separator: [UInt8(ascii: "\n")]))))
+        let options = AdapterOptions(feed: "test", values: ["path": .string(path), "page_size": .integer(Int64(lines.count))])
+        let source = try FileSource(options: options, context: AdapterConformance.context(timeout: .seconds(1)))
+        let items = try #require(try await allPages(source).first)
+        let alone = lines.enumerated().map { number, line in
+            RawJSON(validating: line).map { Item(id: String(number + 1), json: $0) }
+                ?? Item(id: String(number + 1), data: .string(String(decoding: line, as: UTF8.self)))
+        }
+        #expect(items == alone)
+        var together = JSONWriter(), each = JSONWriter()
+        Item.write(items, to: &together)
+        Item.write(alone, to: &each)
+        #expect(together.bytes == each.bytes, "the page line differs from that of lines checked alone")
+        let json = items.filter { $0.data != .string(String(decoding: lines[Int($0.id)! - 1], as: UTF8.self)) }
+        #expect(json.map(\.id) == ["1", "6", "8", "13", "14"], "the lines that are JSON")
+    }
+
     @Test func the_last_page_says_end_even_when_it_is_full() async throws {
         let (source, _) = try source("1\n2\n3\n4\n\n\n", pageSize: 2)
         let second = try await source.fetch(PageRequest(page: 2, token: "4:3", generation: 1, seed: "test"))
