@@ -116,6 +116,17 @@ import TestSupport
         #expect(resumed == .page([Item(id: "4", data: "partial")], next: .later(token: "22:5")), "a short page: look again only later")
     }
 
+    @Test func a_malformed_position_token_is_refused_not_misread() async throws {
+        let (source, _) = try source("1\n2\n3\n4\n", pageSize: 2)
+        for token in ["", "x", "4", "4:", ":3", "4:0", "-4:3", "4:3:", "4:+3", "4:3 ", "1234567890123456789:3", "4:٣"] {
+            await #expect(throws: SourceError.rejected("invalid file position token \"\(token)\""), "token \(token)") {
+                try await source.fetch(PageRequest(page: 2, token: token, generation: 1, seed: "test"))
+            }
+        }
+        let second = try await source.fetch(PageRequest(page: 2, token: "4:3", generation: 1, seed: "test"))
+        #expect(second == .page([Item(id: "3", data: 3), Item(id: "4", data: 4)], next: .end))
+    }
+
     @Test func a_missing_file_is_an_upstream_error_not_a_crash() async throws {
         let (source, path) = try source("x\n")
         try FileManager.default.removeItem(atPath: path)
