@@ -131,11 +131,14 @@ bool has_break(const uint8_t *line, size_t length) {
 // refusal anywhere (a line that is not JSON, a number the DOM parser refuses) costs the page the
 // slow way, and an accepted pass gives each line the verdict walk() would.
 bool lines_valid_at_once(const uint8_t *bytes, const size_t *ends, size_t count, size_t max_depth, uint8_t *valid) {
+    // Only a page the kept parser takes, so a thread holds on to no more than that for the joined
+    // copy; a larger page is checked line by line, as before.
+    if (count == 0 || ends[count - 1] + 1 > kept_parser_capacity) return false;
     thread_local std::vector<uint8_t> joined;
-    // For each document expected: where its text starts in `joined`, and its line.
-    thread_local std::vector<std::pair<size_t, size_t>> expected;
     joined.clear();
-    expected.clear();
+    // For each document expected: where its text starts in `joined`, and its line.
+    std::vector<std::pair<size_t, size_t>> expected;
+    expected.reserve(count);
     for (size_t line = 0, start = 0; line < count; start = ends[line++] + 1) {
         valid[line] = 0;
         if (has_break(bytes + start, ends[line] - start)) continue;
@@ -149,7 +152,6 @@ bool lines_valid_at_once(const uint8_t *bytes, const size_t *ends, size_t count,
     }
     if (expected.empty()) return true;
     size_t length = joined.size();
-    if (length > kept_parser_capacity) return false;
     joined.resize(length + FEEDD_JSON_PADDING, ' ');
     dom::parser &parser = kept_parser<dom::parser>();
     dom::document_stream stream;

@@ -85,6 +85,17 @@ import TestSupport
         #expect(json.map(\.id) == ["1", "6", "8", "13", "14"], "the lines that are JSON")
     }
 
+    /// A page larger than the parser a thread keeps (1 MiB) is checked line by line instead.
+    @Test func a_page_of_more_than_a_mebibyte_is_checked_line_by_line_alike() async throws {
+        let lines = (1...100_000).map { $0 == 50_000 ? "not json" : #"{"n":\#($0)}"# }
+        let (source, _) = try source(lines.joined(separator: "\n") + "\n", pageSize: lines.count)
+        let items = try #require(try await allPages(source).first)
+        #expect(items.count == lines.count)
+        #expect(items[0] == Item(id: "1", data: ["n": 1]))
+        #expect(items[49_999] == Item(id: "50000", data: "not json"))
+        #expect(items[99_999] == Item(id: "100000", data: ["n": 100_000]))
+    }
+
     @Test func the_last_page_says_end_even_when_it_is_full() async throws {
         let (source, _) = try source("1\n2\n3\n4\n\n\n", pageSize: 2)
         let second = try await source.fetch(PageRequest(page: 2, token: "4:3", generation: 1, seed: "test"))
