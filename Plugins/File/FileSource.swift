@@ -49,10 +49,11 @@ public struct FileSource: SourceAdapter {
         }
 
         var reader = try file.lines(from: start, includeUnterminatedLast: !follow)
-        var items: [Item] = []
-        while items.count < pageSize, let line = try reader.nextNonBlank() {
-            items.append(Self.item(line.text, id: String(line.number)))
+        var lines = PageLines(pageSize: pageSize)
+        while lines.count < pageSize, let line = try reader.nextNonBlank() {
+            lines.append(line)
         }
+        let items = lines.items()
         let next = FilePosition(offset: reader.offset, line: reader.lineNumber)
         if follow {
             // A short page reached the end of what is written: look for more only after waiting.
@@ -74,12 +75,6 @@ public struct FileSource: SourceAdapter {
             try await Task.sleep(for: .milliseconds(100))
         }
     }
-
-    /// A line that is JSON is carried as its own text; anything else as a string.
-    static func item(_ line: [UInt8], id: String) -> Item {
-        if let json = RawJSON(validating: line) { return Item(id: id, json: json) }
-        return Item(id: id, data: .string(String(decoding: line, as: UTF8.self)))
-    }
 }
 
 /// Where the next page starts: a byte offset and the number of the line found there.
@@ -97,12 +92,28 @@ struct FilePosition: Hashable {
             self.init(offset: 0, line: 1)
             return
         }
-        let parts = token.split(separator: ":")
-        guard parts.count == 2, let offset = Int64(parts[0]), let line = Int(parts[1]), offset >= 0, line >= 1 else {
+        // Read as bytes: `split`, `String` index checks and integers parsed from substrings, with
+        // the interpolated token, cost a drain about 16,000 instructions a page (callgrind), a
+        // third of what a page cost beyond its items.
+        let bytes = token.utf8
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), let offset = Self.decimal(bytes[..<colon]),
+            let line = Self.decimal(bytes[bytes.index(after: colon)...]), line >= 1
+        else {
             throw SourceError.rejected("invalid file position token \"\(token)\"")
         }
-        self.init(offset: offset, line: line)
+        self.init(offset: offset, line: Int(line))
     }
 
-    var token: String { "\(offset):\(line)" }
+    /// The value of 1 to 18 decimal digits (so it fits), else nil.
+    private static func decimal(_ digits: Substring.UTF8View) -> Int64? {
+        guard (1...18).contains(digits.count) else { return nil }
+        var value: Int64 = 0
+        for byte in digits {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+
+    var token: String { String(offset) + ":" + String(line) }
 }

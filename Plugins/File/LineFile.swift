@@ -44,7 +44,9 @@ final class LineFile {
 struct LineReader {
     struct Line {
         let number: Int
-        let text: [UInt8]
+        /// The line without its line break (and a carriage return before it): a view of the
+        /// reader's buffer.
+        let text: ArraySlice<UInt8>
     }
 
     private let file: LineFile
@@ -77,7 +79,7 @@ struct LineReader {
 
     private mutating func nextLine() throws -> Line? {
         while true {
-            if let newline = chunk[chunkStart...].firstIndex(of: UInt8(ascii: "\n")) {
+            if let newline = nextLineBreak() {
                 return take(upTo: newline, consumed: newline + 1)
             }
             if atEndOfFile {
@@ -88,8 +90,17 @@ struct LineReader {
         }
     }
 
+    /// Where the chunk's next line break is, from `chunkStart`. By `memchr`: the byte loop of
+    /// `firstIndex(of:)` cost a drain about 350 instructions a 67-byte line (callgrind).
+    private func nextLineBreak() -> Int? {
+        guard chunkStart < chunk.count else { return nil }
+        return chunk.withUnsafeBytes { bytes in
+            memchr(bytes.baseAddress! + chunkStart, 0x0A, bytes.count - chunkStart).map { UnsafeRawPointer($0) - bytes.baseAddress! }
+        }
+    }
+
     private mutating func take(upTo end: Int, consumed: Int) -> Line {
-        var text = Array(chunk[chunkStart..<end])
+        var text = chunk[chunkStart..<end]
         if text.last == UInt8(ascii: "\r") { text.removeLast() }
         let line = Line(number: lineNumber, text: text)
         offset += Int64(consumed - chunkStart)

@@ -115,6 +115,61 @@ extern "C" int feedd_json_is_valid(const uint8_t *bytes, size_t length, size_t m
     }
 }
 
+namespace {
+
+// Whether a line holds a line break: never valid, and never part of the joined text below.
+bool has_break(const uint8_t *line, size_t length) {
+    return std::memchr(line, '\n', length) != nullptr || std::memchr(line, '\r', length) != nullptr;
+}
+
+// Checks the lines in one pass of the DOM parser over all of them, joined by newlines: true with
+// `valid` written when the parser read exactly one document starting where each line's text starts
+// and no more, false when it needs the lines checked one by one. A document that starts where a
+// line's text does and ends before the next line's text (everything between is whitespace: a line's
+// own trailing spaces, the newline, the next one's leading ones) is that line alone; a string cannot
+// run on into the next line, since an unescaped newline in one is an error of the whole pass. So a
+// refusal anywhere (a line that is not JSON, a number the DOM parser refuses) costs the page the
+// slow way, and an accepted pass gives each line the verdict walk() would.
+bool lines_valid_at_once(const uint8_t *bytes, const size_t *ends, size_t count, size_t max_depth, uint8_t *valid) {
+    // Only a page the kept parser takes, so a thread holds on to no more than that for the joined
+    // copy; a larger page is checked line by line, as before.
+    if (count == 0 || ends[count - 1] + 1 > kept_parser_capacity) return false;
+    thread_local std::vector<uint8_t> joined;
+    joined.clear();
+    // For each document expected: where its text starts in `joined`, and its line.
+    std::vector<std::pair<size_t, size_t>> expected;
+    expected.reserve(count);
+    for (size_t line = 0, start = 0; line < count; start = ends[line++] + 1) {
+        valid[line] = 0;
+        if (has_break(bytes + start, ends[line] - start)) continue;
+        size_t text = start;
+        while (text < ends[line] && feedd::is_space(bytes[text])) text++;
+        // A line of only whitespace is no JSON text; the one-by-one check says so.
+        if (text == ends[line]) return false;
+        expected.emplace_back(joined.size() + (text - start), line);
+        joined.insert(joined.end(), bytes + start, bytes + ends[line]);
+        joined.push_back('\n');
+    }
+    if (expected.empty()) return true;
+    size_t length = joined.size();
+    joined.resize(length + FEEDD_JSON_PADDING, ' ');
+    dom::parser &parser = kept_parser<dom::parser>();
+    dom::document_stream stream;
+    if (parser.parse_many(joined.data(), length, length).get(stream)) return false;
+    size_t document = 0;
+    for (auto it = stream.begin(); it != stream.end(); ++it, document++) {
+        dom::element root;
+        if ((*it).get(root) || document == expected.size() || it.current_index() != expected[document].first) return false;
+        // What simdjson accepts and feedd's own check refuses (depth, a repeated name) stays 0.
+        valid[expected[document].second] = feedd::check_tape(parser, max_depth).error ? 0 : 1;
+    }
+    // In a stream, simdjson leaves out a last document that is not closed, as cut off by the end
+    // of the batch: it counts as a refusal here.
+    return document == expected.size() && stream.truncated_bytes() == 0;
+}
+
+}  // namespace
+
 extern "C" int feedd_utf8_is_valid(const uint8_t *bytes, size_t length) {
     return simdjson::validate_utf8(reinterpret_cast<const char *>(bytes), length) ? 1 : 0;
 }
@@ -133,4 +188,14 @@ extern "C" size_t feedd_json_minify(const uint8_t *bytes, size_t length, uint8_t
     size_t written = 0;
     if (simdjson::minify(reinterpret_cast<const char *>(bytes), length, reinterpret_cast<char *>(out), written)) return 0;
     return written;
+}
+
+extern "C" void feedd_json_lines_valid(const uint8_t *bytes, const size_t *ends, size_t count, size_t max_depth, uint8_t *valid) {
+    try {
+        if (lines_valid_at_once(bytes, ends, count, max_depth, valid)) return;
+    } catch (const std::bad_alloc &) {
+    }
+    for (size_t line = 0, start = 0; line < count; start = ends[line++] + 1) {
+        valid[line] = !has_break(bytes + start, ends[line] - start) && feedd_json_is_valid(bytes + start, ends[line] - start, max_depth);
+    }
 }

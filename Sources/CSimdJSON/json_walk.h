@@ -125,6 +125,10 @@ Outcome walk_on_demand(simdjson::ondemand::parser &parser, const uint8_t *text, 
 // DOM parser refuses or says where the text goes wrong.
 Outcome walk_tape(simdjson::dom::parser &parser, const uint8_t *text, size_t length, size_t max_depth, Index *index);
 
+// Checks the document on the DOM parser's tape for what simdjson leaves to feedd: depth beyond
+// `max_depth` and an object naming a member twice.
+Outcome check_tape(const simdjson::dom::parser &parser, size_t max_depth);
+
 }  // namespace feedd
 
 #endif

@@ -263,10 +263,12 @@ private:
 
 }  // namespace
 
+Outcome check_tape(const dom::parser &parser, size_t max_depth) { return TapeCheck(parser, max_depth).run(); }
+
 Outcome walk_tape(dom::parser &parser, const uint8_t *text, size_t length, size_t max_depth, Index *index) {
     dom::element root;
     if (auto error = parser.parse(text, length, false).get(root)) return Outcome{error, nullptr, nullptr};
-    if (!index) return TapeCheck(parser, max_depth).run();
+    if (!index) return check_tape(parser, max_depth);
     index->reserve(length / 8 + 4);
     return TapeWalk(parser, text, length, max_depth, index).run();
 }

@@ -56,6 +56,46 @@ import TestSupport
         #expect(try await allPages(source)[0].map(\.data) == ["{broken json", "plain text ✓"])
     }
 
+    /// A page's lines are checked as JSON in one pass: lines that such a pass could misread (a value
+    /// that runs on into the next line, two values on one line, a string left open) and lines only
+    /// feedd's own check refuses must still each get the verdict, and keep the bytes, they get alone.
+    /// The last line is a value and an object left open, which a pass over a page alone would
+    /// take for the value (the json-lines fuzz target found it).
+    @Test func a_page_checked_in_one_pass_gives_each_line_its_verdict_alone() async throws {
+        let lines: [[UInt8]] = [
+            #"{"a":1}"#, "[1,", "2] 3", "1 2", #""open"#, #""closed""#, #"{"a":1,"a":2}"#,
+            "123456789012345678901234567890", String(repeating: "[", count: 600) + String(repeating: "]", count: 600),
+            "{\"b\":\r2}", "\u{0B}true", #"{"c":3}}"#, #"  { "spaced" : [ 1 , 2 ] }  "#, "null",
+        ].map { Array($0.utf8) } + [[UInt8(ascii: "\""), 0xFF, UInt8(ascii: "\"")], Array(#"2{"""#.utf8)]
+        let path = directory.path("mixed.ndjson")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(lines.joined(separator: [UInt8(ascii: "\n")]))))
+        let options = AdapterOptions(feed: "test", values: ["path": .string(path), "page_size": .integer(Int64(lines.count))])
+        let source = try FileSource(options: options, context: AdapterConformance.context(timeout: .seconds(1)))
+        let items = try #require(try await allPages(source).first)
+        let alone = lines.enumerated().map { number, line in
+            RawJSON(validating: line).map { Item(id: String(number + 1), json: $0) }
+                ?? Item(id: String(number + 1), data: .string(String(decoding: line, as: UTF8.self)))
+        }
+        #expect(items == alone)
+        var together = JSONWriter(), each = JSONWriter()
+        Item.write(items, to: &together)
+        Item.write(alone, to: &each)
+        #expect(together.bytes == each.bytes, "the page line differs from that of lines checked alone")
+        let json = items.filter { $0.data != .string(String(decoding: lines[Int($0.id)! - 1], as: UTF8.self)) }
+        #expect(json.map(\.id) == ["1", "6", "8", "13", "14"], "the lines that are JSON")
+    }
+
+    /// A page larger than the parser a thread keeps (1 MiB) is checked line by line instead.
+    @Test func a_page_of_more_than_a_mebibyte_is_checked_line_by_line_alike() async throws {
+        let lines = (1...100_000).map { $0 == 50_000 ? "not json" : #"{"n":\#($0)}"# }
+        let (source, _) = try source(lines.joined(separator: "\n") + "\n", pageSize: lines.count)
+        let items = try #require(try await allPages(source).first)
+        #expect(items.count == lines.count)
+        #expect(items[0] == Item(id: "1", data: ["n": 1]))
+        #expect(items[49_999] == Item(id: "50000", data: "not json"))
+        #expect(items[99_999] == Item(id: "100000", data: ["n": 100_000]))
+    }
+
     @Test func the_last_page_says_end_even_when_it_is_full() async throws {
         let (source, _) = try source("1\n2\n3\n4\n\n\n", pageSize: 2)
         let second = try await source.fetch(PageRequest(page: 2, token: "4:3", generation: 1, seed: "test"))
@@ -85,6 +125,17 @@ import TestSupport
         try handle.close()
         let resumed = try await source.fetch(PageRequest(page: 3, token: "14:4", generation: 1, seed: "test"))
         #expect(resumed == .page([Item(id: "4", data: "partial")], next: .later(token: "22:5")), "a short page: look again only later")
+    }
+
+    @Test func a_malformed_position_token_is_refused_not_misread() async throws {
+        let (source, _) = try source("1\n2\n3\n4\n", pageSize: 2)
+        for token in ["", "x", "4", "4:", ":3", "4:0", "-4:3", "4:3:", "4:+3", "4:3 ", "1234567890123456789:3", "4:٣"] {
+            await #expect(throws: SourceError.rejected("invalid file position token \"\(token)\""), "token \(token)") {
+                try await source.fetch(PageRequest(page: 2, token: token, generation: 1, seed: "test"))
+            }
+        }
+        let second = try await source.fetch(PageRequest(page: 2, token: "4:3", generation: 1, seed: "test"))
+        #expect(second == .page([Item(id: "3", data: 3), Item(id: "4", data: 4)], next: .end))
     }
 
     @Test func a_missing_file_is_an_upstream_error_not_a_crash() async throws {

@@ -73,6 +73,13 @@ void feedd_json_free(feedd_json_entry *entries);
 /// need no padding (a short text is copied to a padded buffer first).
 int feedd_json_is_valid(const uint8_t *bytes, size_t length, size_t max_depth);
 
+/// Checks `count` lines, writing to `valid[i]` what feedd_json_is_valid answers for line i, or 0
+/// if it holds a line break: line 0 is `bytes[0..<ends[0]]`, line i + 1 starts one byte after
+/// `ends[i]` (past the line break between them). They are checked together, in one pass of the
+/// parser (whose cost for a short text is mostly per call), and one by one only when that pass
+/// refuses any of them. `bytes` need no padding.
+void feedd_json_lines_valid(const uint8_t *bytes, const size_t *ends, size_t count, size_t max_depth, uint8_t *valid);
+
 /// 1 when `bytes[0..<length]` is valid UTF-8, else 0 (simdjson's validator, many bytes at a time).
 int feedd_utf8_is_valid(const uint8_t *bytes, size_t length);
 

@@ -1,0 +1,24 @@
+// Fuzz target: any bytes read as a page of lines (split at each line break), checked together by
+// RawJSON.lines(of:endingAt:), as the file adapter checks a page.
+// Invariant: every line gets the verdict RawJSON(validating:) gives it alone, and keeps its bytes.
+// The pass over the whole page must never accept a line the one-by-one check refuses (a value
+// that runs on into the next line, two values on one line) nor refuse one it accepts.
+import Foundation
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzJSONLines(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let text = Array(UnsafeBufferPointer(start: data, count: size))
+    var ends: [Int] = []
+    for (offset, byte) in text.enumerated() where byte == UInt8(ascii: "\n") { ends.append(offset) }
+    ends.append(text.count)
+    let together = RawJSON.lines(of: text, endingAt: ends)
+    precondition(together.count == ends.count, "a verdict missing")
+    var start = 0
+    for (end, line) in zip(ends, together) {
+        let alone = RawJSON(validating: text[start..<end])
+        precondition((alone == nil) == (line == nil), "line \(start)..<\(end) checked together disagrees with it alone")
+        if let line { precondition(line.bytes.elementsEqual(text[start..<end]), "a line's bytes changed") }
+        start = end + 1
+    }
+    return 0
+}
