@@ -32,7 +32,7 @@ struct EntryValues {
     /// The entry, with its id from `guid`, else `id`, else the link, else a hash of its JSON; nil
     /// only if its text is not UTF-8, which the readers never let through.
     func entry(guid: ArraySlice<UInt8>?, id: ArraySlice<UInt8>?) -> FeedEntry? {
-        let categoryBytes = categoryRanges.reduce(0) { $0 + $1.count + 3 }
+        let categoryBytes = categoryRanges.reduce(0) { $0 + $1.count }
         var writer = JSONWriter(reservingCapacity: 160 + (title?.count ?? 0) + (summary?.count ?? 0) + (link?.utf8.count ?? 0) + categoryBytes)
         writer.fragment(JSONText.title)
         writer.feedText(title)
