@@ -7,8 +7,8 @@ import Glibc
 /// encoding feeds are written in (`iconv -l`). A UTF-8 document is used as it is, not copied.
 struct DecodedDocument: ~Copyable {
     /// The UTF-8 text: `bytes` from `start` on (past a UTF-8 byte-order mark).
-    private var bytes: [UInt8]
-    private var start: Int
+    private let bytes: [UInt8]
+    private let start: Int
 
     /// The encoding of `body`, and `body` as UTF-8; throws naming the encoding when iconv does
     /// not know it, or when the bytes are not valid in it.
@@ -33,12 +33,6 @@ struct DecodedDocument: ~Copyable {
     /// Whether the text, past white space, starts with `{`: a JSON text rather than XML.
     var isJSON: Bool {
         bytes[start...].first(where: { !Trimming.isSpace($0) }) == UInt8(ascii: "{")
-    }
-
-    /// Lets go of the text (its storage is freed if nothing else holds it).
-    mutating func letGo() {
-        bytes = []
-        start = 0
     }
 
     // MARK: Finding the encoding

@@ -93,10 +93,8 @@ struct CapturedBatch: Sendable {
             values.published = time(entry.published) ?? date
             values.updated = time(entry.updated) ?? date
             values.author = text(entry.author)
-            for range in categories[entry.categories] {
-                values.categoryBytes.append(contentsOf: bytes[range])
-                values.categoryEnds.append(values.categoryBytes.count)
-            }
+            values.categoryText = bytes
+            values.categoryRanges = categories[entry.categories]
             return values.entry(guid: text(entry.guid), id: text(entry.id))
         }
     }

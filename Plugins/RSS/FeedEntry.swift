@@ -23,14 +23,17 @@ struct EntryValues {
     var updated: FeedTime?
     var summary: ArraySlice<UInt8>?
     var author: ArraySlice<UInt8>?
-    /// Every category's text, one after the other, each ending where `categoryEnds` says.
-    var categoryBytes: [UInt8] = []
-    var categoryEnds: [Int] = []
+    /// Each category's text: a range of `categoryText`. The XML reader's are its batch's buffer
+    /// and a slice of its ranges, shared, not copied (callgrind, a 20k document: every category
+    /// appended to a new pair of arrays per entry, grown as they filled, was 29 M instructions).
+    var categoryText: [UInt8] = []
+    var categoryRanges: ArraySlice<Range<Int>> = []
 
     /// The entry, with its id from `guid`, else `id`, else the link, else a hash of its JSON; nil
     /// only if its text is not UTF-8, which the readers never let through.
     func entry(guid: ArraySlice<UInt8>?, id: ArraySlice<UInt8>?) -> FeedEntry? {
-        var writer = JSONWriter(reservingCapacity: 160 + (title?.count ?? 0) + (summary?.count ?? 0) + (link?.utf8.count ?? 0) + categoryBytes.count)
+        let categoryBytes = categoryRanges.reduce(0) { $0 + $1.count }
+        var writer = JSONWriter(reservingCapacity: 160 + (title?.count ?? 0) + (summary?.count ?? 0) + (link?.utf8.count ?? 0) + categoryBytes)
         writer.fragment(JSONText.title)
         writer.feedText(title)
         writer.fragment(JSONText.link)
@@ -48,21 +51,22 @@ struct EntryValues {
         writer.fragment(JSONText.author)
         writer.feedText(author)
         writer.fragment(JSONText.categories)
-        if categoryEnds.isEmpty {
+        if categoryRanges.isEmpty {
             writer.fragment(JSONText.null)
         } else {
-            var start = 0
-            for (index, end) in categoryEnds.enumerated() {
-                writer.raw(index == 0 ? UInt8(ascii: "[") : UInt8(ascii: ","))
-                writer.feedText(categoryBytes[start..<end])
-                start = end
+            categoryText.withUnsafeBufferPointer { text in
+                for (index, range) in categoryRanges.enumerated() {
+                    writer.raw(index == 0 ? UInt8(ascii: "[") : UInt8(ascii: ","))
+                    writer.feedText(UnsafeBufferPointer(rebasing: text[range]))
+                }
             }
             writer.raw(UInt8(ascii: "]"))
         }
         writer.raw(UInt8(ascii: "}"))
         guard let json = RawJSON(written: writer.bytes) else { return nil }
-        let identifier = [guid, id].lazy.compactMap { $0 }.first { !$0.isEmpty }.map { String(decoding: $0, as: UTF8.self) }
-            ?? link.flatMap { $0.isEmpty ? nil : $0 } ?? StableHash.hex(writer.bytes)
+        // Without a temporary array of the candidates (callgrind: 15 M instructions a 20k document).
+        func nonEmpty<Text: Collection>(_ text: Text?) -> Text? { text?.isEmpty == false ? text : nil }
+        let identifier = (nonEmpty(guid) ?? nonEmpty(id)).map { String(decoding: $0, as: UTF8.self) } ?? nonEmpty(link) ?? StableHash.hex(writer.bytes)
         return FeedEntry(id: identifier, time: published ?? updated, json: json)
     }
 }

@@ -45,12 +45,15 @@ enum JSONFeedReader {
         values.updated = item["date_modified"]?.stringValue.flatMap(FeedTime.init)
         values.author = (authorName(item) ?? feedAuthor).map { Array($0.utf8)[...] }
         var tags: [String] = []
+        var ranges: [Range<Int>] = []
         for tag in item["tags"]?.arrayValue ?? [] {
             guard let text = tag.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty, !tags.contains(text) else { continue }
             tags.append(text)
-            values.categoryBytes.append(contentsOf: text.utf8)
-            values.categoryEnds.append(values.categoryBytes.count)
+            let start = values.categoryText.count
+            values.categoryText.append(contentsOf: text.utf8)
+            ranges.append(start..<values.categoryText.count)
         }
+        values.categoryRanges = ranges[...]
         let id: String? = item["id"]?.stringValue ?? item["id"]?.integerValue.map { String($0) }
         return values.entry(guid: id.map { Array($0.utf8)[...] }, id: nil)
     }

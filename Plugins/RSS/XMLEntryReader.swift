@@ -47,9 +47,10 @@ struct XMLEntryReader {
     /// Whether the entry's `guid` is its link too (RSS 2.0's `isPermaLink`, true unless it says false).
     var guidIsPermalink = true
 
-    /// The entries of the UTF-8 document, in document order. libxml2 reads a copy of the text:
-    /// `document`'s own bytes (a response's body, unless it was converted) are let go of as soon
-    /// as the copy is made, so that the two are not both held while the entries are built.
+    /// The entries of the UTF-8 document, in document order. libxml2 reads the text a few KB at a
+    /// time (not a copy of the whole: see `feedd_xml_parser`), and `document` (a response's body,
+    /// unless it was converted) is let go of as soon as the parse is done, before the last batch
+    /// is built.
     static func entries(in document: consuming DecodedDocument, context: DocumentContext) throws(FeedDocumentError) -> [FeedEntry] {
         _ = libraryReady
         // The callbacks reach the reader through this pointer: no reference counting and no
@@ -60,18 +61,22 @@ struct XMLEntryReader {
             reader.deinitialize(count: 1)
             reader.deallocate()
         }
-        let created = try document.withText { text -> xmlParserCtxtPtr? in
-            guard text.count < Int(Int32.max) else { return nil }
-            return text.withMemoryRebound(to: CChar.self) { text in
-                withUnsafePointer(to: handler) { feedd_xml_parser($0, reader, text.baseAddress, Int32(text.count)) }
+        let result = try document.withText { text throws(FeedDocumentError) -> Int32 in
+            // UInt8 and CChar may alias each other.
+            var unread = feedd_xml_text(next: UnsafeRawPointer(text.baseAddress)?.assumingMemoryBound(to: CChar.self), left: text.count)
+            return try withUnsafeMutablePointer(to: &unread) { unread throws(FeedDocumentError) -> Int32 in
+                guard let parser = withUnsafePointer(to: handler, { feedd_xml_parser($0, reader, unread) }) else {
+                    throw FeedDocumentError(description: "not read: libxml2 has no memory left")
+                }
+                reader.pointee.parser = parser
+                defer {
+                    reader.pointee.parser = nil
+                    xmlFreeParserCtxt(parser)
+                }
+                return feedd_xml_run(parser)
             }
         }
-        document.letGo()
-        guard let parser = created else { throw FeedDocumentError(description: "too large for libxml2 (2 GiB or more)") }
-        reader.pointee.parser = parser
-        let result = feedd_xml_run(parser)
-        reader.pointee.parser = nil
-        xmlFreeParserCtxt(parser)
+        _ = consume document
         if let problem = reader.pointee.problem { throw FeedDocumentError(description: problem) }
         guard result == 0 else { throw FeedDocumentError(description: "not well-formed XML") }
         guard reader.pointee.format != nil else { throw FeedDocumentError(description: "empty, not an RSS, Atom or JSON Feed document") }

@@ -72,6 +72,46 @@ import TestSupport
         #expect(try read(document).count == 300)
     }
 
+    /// libxml2 reads the text 4,000 bytes at a time: wherever a chunk ends (inside a multi-byte
+    /// character, an entity, a tag, a CDATA section), every entry comes out whole.
+    @Test func a_document_reads_the_same_wherever_its_chunks_end() throws {
+        var items = ""
+        for index in 0..<200 {
+            items += "<item><guid>\(index)</guid><title>é&amp;€&#x1F600;<![CDATA[<b>]]>日本\(index)</title><category>c\(index)</category></item>\n"
+        }
+        for shift in 0..<96 {
+            let document = "<rss>" + String(repeating: " ", count: shift) + "<channel>" + items + "</channel></rss>"
+            let entries = try read(document)
+            #expect(entries.count == 200, "shifted by \(shift)")
+            for (index, entry) in entries.enumerated() where entry.id != "\(index)" || entry.data["title"]?.stringValue != "é&€😀<b>日本\(index)"
+                || entry.data["categories"] != .array([.string("c\(index)")])
+            {
+                Issue.record("shifted by \(shift), entry \(index): \(entry.id) \(entry.data)")
+            }
+        }
+    }
+
+    /// A body its Content-Type calls UTF-8 that libxml2 sees is UTF-16 (its first bytes `<\0?\0`)
+    /// is converted as it is read, past its first chunk, not only its first line.
+    @Test func a_utf16_body_labelled_utf8_is_read_to_its_end() throws {
+        var text = #"<?xml version="1.0"?><rss><channel>"#
+        for index in 0..<100 { text += "<item><guid>\(index)</guid><title>Grüße \(index)</title></item>" }
+        text += "</channel></rss>"
+        let bytes = text.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
+        #expect(bytes.count > 8_000)
+        let entries = try read(bytes, contentType: "application/rss+xml; charset=utf-8")
+        #expect(entries.map(\.id) == (0..<100).map { "\($0)" })
+        #expect(entries.last?.data["title"] == .string("Grüße 99"))
+    }
+
+    @Test func an_empty_body_is_said_to_be_empty() throws {
+        #expect {
+            try read("")
+        } throws: { error in
+            (error as? FeedDocumentError)?.description.contains("Document is empty") == true
+        }
+    }
+
     @Test func deeply_nested_elements_are_read_without_recursion() throws {
         let document = "<rss><channel><item><guid>g</guid>" + String(repeating: "<x>", count: 100_000) + String(repeating: "</x>", count: 100_000)
             + "</item></channel></rss>"

@@ -112,6 +112,21 @@ import TestSupport
         #expect(try Self.data(#"<rss><channel><item><guid>https://x/1</guid><link>https://x/2</link></item></channel></rss>"#)["link"] == "https://x/2")
     }
 
+    @Test func the_id_is_the_guid_else_the_id_else_the_link_else_a_hash_of_the_entry() throws {
+        let document = """
+            <rss><channel>
+            <item><guid isPermaLink="false">g</guid><id>i</id><link>https://x/1</link></item>
+            <item><id>i2</id><link>https://x/2</link></item>
+            <item><guid isPermaLink="false"></guid><link>https://x/3</link></item>
+            <item><title>t</title></item>
+            </channel></rss>
+            """
+        let ids = try read(document).map(\.id)
+        #expect(Array(ids.prefix(3)) == ["g", "i2", "https://x/3"])
+        #expect(ids.count == 4 && !ids[3].isEmpty && !ids.prefix(3).contains(ids[3]))
+        #expect(try read(document).map(\.id) == ids, "the hash is the same at every read")
+    }
+
     @Test func alternate_html_links_are_the_entrys_link_other_relations_are_not() throws {
         let data = try Self.data(Self.atomEntry("""
             <link rel="edit" href="https://x/edit"/><link rel="alternate" type="application/atom+xml" href="https://x/feed"/>
