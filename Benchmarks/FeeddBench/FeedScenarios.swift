@@ -11,33 +11,49 @@ enum FeedScenarios {
     struct Measured {
         let documentBytes: Int
         /// Entries per second a reader receives, from its request to its last page.
-        let itemsPerSecond: Double
+        var itemsPerSecond: Double
         /// The daemon's peak resident memory over what it had before the request, as a multiple
         /// of the document's size.
-        let peakGrowth: Double
+        var peakGrowth: Double
         let fastFeedparserItemsPerSecond: Double?
         let feedparserItemsPerSecond: Double?
     }
 
     /// Every figure of the scenario, recorded with `record`; the references are skipped, saying
     /// so, when PyPI is out of reach.
+    ///
+    /// Where feedd is compared with fastfeedparser, both figures are the best of three: the
+    /// reference's three parses in one process, feedd's three reads by three fresh daemons (a
+    /// daemon reads a document once; a second read is served from its cache). One read against
+    /// the reference's best of three gave this shared machine's noise to one side only.
     static func run(record: (String, String, Double) -> Void) throws {
         for (items, pageSize) in [(20_000, 20), (20_000, 1_000), (50_000, 1_000)] {
-            let measured = try readThrough(items: items, pageSize: pageSize, references: pageSize == 1_000)
+            let compared = pageSize == 1_000
+            var measured = try readThrough(items: items, pageSize: pageSize, references: compared)
+            for _ in 1..<(compared ? bestOf : 1) {
+                let again = try readThrough(items: items, pageSize: pageSize, references: false)
+                measured.itemsPerSecond = max(measured.itemsPerSecond, again.itemsPerSecond)
+                // Memory is not a best case: the largest growth of the three reads.
+                measured.peakGrowth = max(measured.peakGrowth, again.peakGrowth)
+            }
             let name = "\(items / 1_000)k-item RSS (\(measured.documentBytes / 1_000_000) MB), page_size \(pageSize)"
-            record("\(name): items/s delivered", "items/s", measured.itemsPerSecond)
-            record("\(name): peak memory growth / document size", "×", measured.peakGrowth)
-            if pageSize == 1_000 {
+            let reads = compared ? " (best of \(bestOf) reads)" : ""
+            record("\(name): items/s delivered\(reads)", "items/s", measured.itemsPerSecond)
+            record("\(name): peak memory growth / document size\(compared ? " (largest of \(bestOf))" : "")", "×", measured.peakGrowth)
+            if compared {
                 guard let fast = measured.fastFeedparserItemsPerSecond, let slow = measured.feedparserItemsPerSecond else {
                     FileHandle.standardError.write(Data("feeds: fastfeedparser and feedparser could not be installed from PyPI; no reference\n".utf8))
                     continue
                 }
-                record("\(items / 1_000)k-item RSS: fastfeedparser parsing the same bytes", "items/s", fast)
+                record("\(items / 1_000)k-item RSS: fastfeedparser parsing the same bytes (best of \(bestOf))", "items/s", fast)
                 record("\(items / 1_000)k-item RSS: feedparser parsing the same bytes", "items/s", slow)
                 record("\(items / 1_000)k-item RSS: feedd / fastfeedparser", "×", measured.itemsPerSecond / fast)
             }
         }
     }
+
+    /// How many reads (and reference parses) a compared figure is the best of.
+    static let bestOf = 3
 
     static func readThrough(items: Int, pageSize: Int, references: Bool) throws -> Measured {
         let directory = try TemporaryDirectory()
@@ -133,7 +149,7 @@ enum ReferenceParsers {
         return python
     }
 
-    /// Items per second of fastfeedparser (best of three) and feedparser (once) parsing the file.
+    /// Items per second of fastfeedparser (best of ``FeedScenarios/bestOf``) and feedparser (once) parsing the file.
     static func itemsPerSecond(python: String, document: String, items: Int) throws -> (fast: Double, slow: Double) {
         let script = """
             import sys, time, fastfeedparser, feedparser
@@ -142,7 +158,7 @@ enum ReferenceParsers {
                 started = time.perf_counter()
                 result = parse(data)
                 return time.perf_counter() - started, len(result["entries"])
-            fast = min(timed(fastfeedparser.parse) for _ in range(3))
+            fast = min(timed(fastfeedparser.parse) for _ in range(\(FeedScenarios.bestOf)))
             slow = timed(feedparser.parse)
             print(fast[0], fast[1], slow[0], slow[1])
             """
