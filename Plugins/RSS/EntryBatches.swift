@@ -124,21 +124,17 @@ final class BatchBuilder {
         }
     }
 
-    /// Every entry, in order: the submitted batches' (waited for), then `last`'s.
-    func entries(finishing last: CapturedBatch) -> [FeedEntry] {
+    /// Every entry, in order, in batches: the submitted batches' (waited for), then `last`'s.
+    /// Not joined into one array: the entries are copied once, into their items, in the order
+    /// their pages take them (a probe: joining the 20k document's batches took 2 ms, a retain and
+    /// a release of each entry's id and JSON, with the other core idle).
+    func entryBatches(finishing last: CapturedBatch) -> [[FeedEntry]] {
         let tail = last.built(context)
         group.wait()
-        // Taken out, so that each batch is freed once copied; and copied once, into an array of
-        // the right size (perf: joining the batches and then the tail copied every entry twice,
-        // a retain and a release of its id and JSON each time, with the cores otherwise idle).
         let batches = built.withLock { built in
             defer { built = [:] }
             return built
         }
-        var entries: [FeedEntry] = []
-        entries.reserveCapacity(batches.values.reduce(tail.count) { $0 + $1.count })
-        for index in 0..<submitted { entries.append(contentsOf: batches[index] ?? []) }
-        entries.append(contentsOf: tail)
-        return entries
+        return (0..<submitted).map { batches[$0] ?? [] } + [tail]
     }
 }

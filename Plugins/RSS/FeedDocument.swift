@@ -31,8 +31,13 @@ public enum FeedDocument {
     /// The entries of `body`, a response's body as it came; `body` is let go of as soon as it is
     /// no longer needed, which frees it while the entries are built if the caller gave it up too.
     public static func entries(in body: consuming [UInt8], context: DocumentContext = DocumentContext()) throws(FeedDocumentError) -> [FeedEntry] {
+        try entryBatches(in: body, context: context).flatMap { $0 }
+    }
+
+    /// ``entries(in:context:)`` in batches, as the reader built them (see ``BatchBuilder``).
+    static func entryBatches(in body: consuming [UInt8], context: DocumentContext) throws(FeedDocumentError) -> [[FeedEntry]] {
         let document = try DecodedDocument(body, contentType: context.contentType)
-        guard document.isJSON else { return try XMLEntryReader.entries(in: document, context: context) }
-        return try document.withText { text throws(FeedDocumentError) in try JSONFeedReader.entries(in: text, context: context) }
+        guard document.isJSON else { return try XMLEntryReader.entryBatches(in: document, context: context) }
+        return [try document.withText { text throws(FeedDocumentError) in try JSONFeedReader.entries(in: text, context: context) }]
     }
 }

@@ -50,15 +50,13 @@ final class PublishedEntries: Sendable {
     }
 
     /// Keeps the entries of `entries` never published in `generation` as batch `number`, starting
-    /// at `firstPage`, and returns it (nil: nothing new). A document listing an id twice counts it once.
-    func makeBatch(_ number: Int, firstPage: Int, of entries: [Item], generation: Int) -> Batch? {
+    /// at `firstPage`, and returns it (nil: nothing new). A document listing an id twice counts it
+    /// once. `idHashes` are the entries' ids' ``hash(_:)``, in the same order.
+    func makeBatch(_ number: Int, firstPage: Int, of entries: [Item], idHashes: [UInt64], generation: Int) -> Batch? {
         state.withLock { state in
             prepare(&state, generation: generation)
             var ids = Set<UInt64>(minimumCapacity: entries.count)
-            let isFresh = entries.map { item in
-                let hash = Self.hash(item.id)
-                return !state.seen.contains(hash) && ids.insert(hash).inserted
-            }
+            let isFresh = idHashes.map { hash in !state.seen.contains(hash) && ids.insert(hash).inserted }
             // A document read once has every entry fresh, and its array is kept as it is, not copied.
             let fresh = isFresh.allSatisfy { $0 } ? entries : zip(entries, isFresh).compactMap { $1 ? $0 : nil }
             guard !fresh.isEmpty else { return nil }

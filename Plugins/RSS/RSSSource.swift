@@ -70,7 +70,7 @@ public struct RSSSource: SourceAdapter {
         var found = published.batch(batchNumber, generation: generation)
         if found == nil {
             guard let entries = try await readDocument(generation: generation) else { return .notYet }
-            found = published.makeBatch(batchNumber, firstPage: page, of: entries, generation: generation)
+            found = published.makeBatch(batchNumber, firstPage: page, of: entries.items, idHashes: entries.idHashes, generation: generation)
         }
         // A batch rebuilt after a restart starts at the page asked for: it holds what was never published.
         guard let batch = found, page >= batch.firstPage else { return polls ? .notYet : .page([], next: .end) }
@@ -84,7 +84,7 @@ public struct RSSSource: SourceAdapter {
     }
 
     /// The document's items, newest first; nil when a poll finds it unchanged (`304`).
-    private func readDocument(generation: Int) async throws(SourceError) -> [Item]? {
+    private func readDocument(generation: Int) async throws(SourceError) -> NewestFirst? {
         let validators = polls ? revalidation.validators(for: url, generation: generation) : nil
         guard let response = try await http.get(url, ifChangedSince: validators) else { return nil }
         let context = DocumentContext(
@@ -92,24 +92,63 @@ public struct RSSSource: SourceAdapter {
             plainText: plainText)
         // The response is given up, so that its body is freed as soon as the reader is done with it.
         let answer = HTTPResponse(status: response.status, headers: response.headers, body: [])
-        let entries: [FeedEntry]
+        let entries: [[FeedEntry]]
         do {
-            entries = try FeedDocument.entries(in: (consume response).body, context: context)
+            entries = try FeedDocument.entryBatches(in: (consume response).body, context: context)
         } catch {
             throw SourceError.rejected("the document from \(url.absoluteString) is \(error.description)")
         }
         if polls { revalidation.remember(answer, from: url, generation: generation) }
-        return Self.itemsNewestFirst(entries)
+        return Self.newestFirst(entries)
+    }
+
+    /// A document's items in the order its pages take them, and their ids' hashes (for
+    /// ``PublishedEntries``), in the same order.
+    struct NewestFirst {
+        var items: [Item] = []
+        var idHashes: [UInt64] = []
     }
 
     /// The entries' items by `published`, else `updated`, newest first; undated entries last, in
     /// document order.
     public static func itemsNewestFirst(_ entries: [FeedEntry]) -> [Item] {
-        // Sorted as (time, position) pairs, which compare without touching the entries, and each
-        // entry copied once, straight into its item.
-        var keys = entries.enumerated().map { (time: $1.time?.millisecondsSinceEpoch ?? .min, position: $0) }
+        newestFirst([entries]).items
+    }
+
+    /// ``itemsNewestFirst(_:)`` of entries in batches, in document order. Sorted as (time,
+    /// position) pairs, which compare without touching the entries; then each entry is copied
+    /// once, straight into its item, with the batches read in order and each item written at
+    /// its rank (reading `batches[b][i]` in sorted order retains and releases a batch's array per
+    /// read: a probe timed that pass at 4.5–5.2 ms for the 20k document, this one at 2.1–3.7).
+    static func newestFirst(_ batches: [[FeedEntry]]) -> NewestFirst {
+        let count = batches.reduce(0) { $0 + $1.count }
+        var keys: [(time: Int64, position: Int)] = []
+        keys.reserveCapacity(count)
+        for batch in batches {
+            batch.withUnsafeBufferPointer { entries in
+                for index in entries.indices { keys.append((entries[index].time?.millisecondsSinceEpoch ?? .min, keys.count)) }
+            }
+        }
         keys.sort { $0.time != $1.time ? $0.time > $1.time : $0.position < $1.position }
-        return keys.map { entries[$0.position].item }
+        var rank = [Int](repeating: 0, count: count)
+        for (place, key) in keys.enumerated() { rank[key.position] = place }
+        var sorted = NewestFirst()
+        sorted.idHashes = [UInt64](repeating: 0, count: count)
+        sorted.items = [Item](unsafeUninitializedCapacity: count) { items, initialized in
+            var position = 0
+            for batch in batches {
+                batch.withUnsafeBufferPointer { entries in
+                    for index in entries.indices {
+                        let place = rank[position]
+                        (items.baseAddress! + place).initialize(to: entries[index].item)
+                        sorted.idHashes[place] = entries[index].idHash
+                        position += 1
+                    }
+                }
+            }
+            initialized = count
+        }
+        return sorted
     }
 
     /// `"B.P"`: batch B, page P; nil (page 1) is batch 1, page 1.

@@ -51,7 +51,7 @@ struct XMLEntryReader {
     /// time (not a copy of the whole: see `feedd_xml_parser`), and `document` (a response's body,
     /// unless it was converted) is let go of as soon as the parse is done, before the last batch
     /// is built.
-    static func entries(in document: consuming DecodedDocument, context: DocumentContext) throws(FeedDocumentError) -> [FeedEntry] {
+    static func entryBatches(in document: consuming DecodedDocument, context: DocumentContext) throws(FeedDocumentError) -> [[FeedEntry]] {
         _ = libraryReady
         // The callbacks reach the reader through this pointer: no reference counting and no
         // exclusivity check per callback, as a class's property would cost. One parse, one thread.
@@ -80,7 +80,7 @@ struct XMLEntryReader {
         if let problem = reader.pointee.problem { throw FeedDocumentError(description: problem) }
         guard result == 0 else { throw FeedDocumentError(description: "not well-formed XML") }
         guard reader.pointee.format != nil else { throw FeedDocumentError(description: "empty, not an RSS, Atom or JSON Feed document") }
-        return reader.pointee.builder.entries(finishing: reader.pointee.batch)
+        return reader.pointee.builder.entryBatches(finishing: reader.pointee.batch)
     }
 
     private init(context: DocumentContext) {

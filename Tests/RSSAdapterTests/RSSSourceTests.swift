@@ -51,6 +51,24 @@ import TestSupport
         #expect(second.ids == ["old"] && second.next == .end)
     }
 
+    @Test func entries_of_several_batches_are_sorted_together_ties_and_undated_entries_in_document_order() async throws {
+        // 700 entries: the reader builds them in batches of 256 on other threads, and the sort
+        // takes them across batches; nine dates repeat in every batch, and every eleventh entry
+        // has no date it can read.
+        #expect(CapturedBatch.size < 350)
+        let entries = (0..<700).map { index in
+            (guid: "g\(index)", title: "Entry \(index)", date: index % 11 == 0 ? "" : "\(1 + index % 9) Nov 2026 10:00:00 GMT")
+        }
+        let upstream = try LoopbackUpstream()
+        Self.serve(upstream, Documents.rss2(entries))
+        let page = try Self.items(try await Self.source(upstream, pageSize: 1_000).fetch(Self.request(1, nil)))
+        let expected = (0..<700).sorted { a, b in
+            let (dayA, dayB) = (a % 11 == 0 ? 0 : 1 + a % 9, b % 11 == 0 ? 0 : 1 + b % 9)
+            return dayA != dayB ? dayA > dayB : a < b
+        }
+        #expect(page.ids == expected.map { "g\($0)" } && page.next == .end)
+    }
+
     @Test func rss_2_items_read_namespaces_entities_cdata_and_html_as_text() async throws {
         let entries = try FeedDocument.entries(in: Array(Documents.richRSS2.utf8))
         #expect(entries.count == 2)
