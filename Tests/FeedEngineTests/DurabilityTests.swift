@@ -183,6 +183,35 @@ import Testing
         #expect(records.count == 2, "\(records.count) commits for 3 pages, 2 of them fetched while the first committed")
     }
 
+    /// Only the pages waiting for the next commit hold a run back, not the commit in flight:
+    /// with 1.5 MB pages and page 1's commit held, the run fetches pages 2 to 4 (4.5 MB waiting)
+    /// before it waits, so they go in one commit rather than 2 and 3 in one and 4 alone.
+    @Test func a_run_waits_for_room_only_for_the_pages_waiting_for_the_next_commit() async throws {
+        let world = ScriptedWorld(bytesPerItem: 1_500_000, store: MemoryState(), reproducesPages: false)
+        let store = try #require(world.store)
+        let (log, reader) = world.subscribe()
+        await world.settle()
+        reader.next(6)
+        await world.settle()
+        store.holdsPageWrites = true
+        // Answers each call the run makes, waiting a while for one (encoding a page takes time).
+        var answered = 0
+        func answerCalls() async {
+            while answered < 6 {
+                for _ in 0..<20 where world.script.pendingCalls.isEmpty { await world.settle() }
+                guard world.script.answer(.page(items: 1, next: .more(token: "after-\(answered + 1)"))) != nil else { return }
+                answered += 1
+            }
+        }
+        await answerCalls()
+        #expect(answered == 4, "pages fetched while page 1 committed")
+        #expect(log.pages.isEmpty)
+        store.holdsPageWrites = false
+        await answerCalls()
+        await world.settle()
+        #expect(log.pages.map(\.number) == [1, 2, 3, 4, 5, 6])
+    }
+
     /// A stored run's budget is the source's time, not the daemon's encoding of its pages: four
     /// pages that take 5 ms each to encode come in one run (issue 26: a run cut short on its
     /// encoding left a document's last pages waiting for its commits and a run of their own).
