@@ -183,6 +183,72 @@ import Testing
         #expect(records.count == 2, "\(records.count) commits for 3 pages, 2 of them fetched while the first committed")
     }
 
+    /// Only the pages waiting for the next commit hold a run back, not the commit in flight:
+    /// with 1.5 MB pages and page 1's commit held, the run fetches pages 2 to 4 (4.5 MB waiting)
+    /// before it waits, so they go in one commit rather than 2 and 3 in one and 4 alone.
+    @Test func a_run_waits_for_room_only_for_the_pages_waiting_for_the_next_commit() async throws {
+        let world = ScriptedWorld(bytesPerItem: 1_500_000, store: MemoryState(), reproducesPages: false)
+        let store = try #require(world.store)
+        let (log, reader) = world.subscribe()
+        await world.settle()
+        reader.next(6)
+        await world.settle()
+        store.holdsPageWrites = true
+        // Answers each call the run makes, waiting a while for one (encoding a page takes time).
+        var answered = 0
+        func answerCalls() async {
+            while answered < 6 {
+                for _ in 0..<20 where world.script.pendingCalls.isEmpty { await world.settle() }
+                guard world.script.answer(.page(items: 1, next: .more(token: "after-\(answered + 1)"))) != nil else { return }
+                answered += 1
+            }
+        }
+        await answerCalls()
+        #expect(answered == 4, "pages fetched while page 1 committed")
+        #expect(log.pages.isEmpty)
+        store.holdsPageWrites = false
+        await answerCalls()
+        await world.settle()
+        #expect(log.pages.map(\.number) == [1, 2, 3, 4, 5, 6])
+    }
+
+    /// A stored run's budget is the source's time, not the daemon's encoding of its pages: four
+    /// pages that take 5 ms each to encode come in one run (issue 26: a run cut short on its
+    /// encoding left a document's last pages waiting for its commits and a run of their own).
+    @Test func encoding_a_stored_runs_pages_does_not_count_against_its_budget() async throws {
+        let clock = ManualClock()
+        let world = ScriptedWorld(
+            encoder: ClockAdvancingEncoder(clock: clock, perPage: .milliseconds(5)), store: MemoryState(), clock: clock,
+            reproducesPages: false)
+        let (log, reader) = world.subscribe()
+        await world.settle()
+        reader.next(4)
+        for page in 1...4 {
+            await world.settle()
+            world.script.answer(.page(items: 1, next: .more(token: "after-\(page)")))
+        }
+        await world.settle()
+        #expect(log.pages.map(\.number) == [1, 2, 3, 4])
+        #expect(world.feed.counters.upstreamDuration.count == 1, "the run stopped on its pages' encoding")
+    }
+
+    /// The source's own time still ends a stored run: with 5 ms a call, the calls for pages 2 and
+    /// 3 spend the budget, and page 4 is a run of its own.
+    @Test func a_stored_run_stops_once_its_source_has_spent_the_budget() async throws {
+        let world = ScriptedWorld(store: MemoryState(), reproducesPages: false)
+        let (log, reader) = world.subscribe()
+        await world.settle()
+        reader.next(4)
+        for page in 1...4 {
+            await world.settle()
+            if page > 1 { world.clock.advance(by: .milliseconds(5)) }
+            world.script.answer(.page(items: 1, next: .more(token: "after-\(page)")))
+        }
+        await world.settle()
+        #expect(log.pages.map(\.number) == [1, 2, 3, 4])
+        #expect(world.feed.counters.upstreamDuration.count == 2)
+    }
+
     /// A run goes on fetching while its pages commit, and serves each once stored: page 1 is
     /// served while the source has not answered page 2 yet.
     @Test func a_stored_page_is_served_before_its_run_ends() async throws {
@@ -196,5 +262,17 @@ import Testing
         await world.settle()
         #expect(log.pages.map(\.number) == [1], "page 1 waited for the run's end")
         #expect(store.feed("scripted")?.keepsItems(of: 1) == true)
+    }
+}
+
+/// Encodes as ``DescribingEncoder`` does, moving the clock on by `perPage` for each page, as a
+/// large page's encoding takes time.
+struct ClockAdvancingEncoder: PageEncoder {
+    let clock: ManualClock
+    let perPage: Duration
+
+    func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes {
+        clock.advance(by: perPage)
+        return DescribingEncoder().encode(feed: feed, generation: generation, number: number, items: items, isLast: isLast)
     }
 }

@@ -13,8 +13,8 @@ import FeedKit
 /// hand-over. The pages of a source that cannot
 /// fetch them again, on a feed that keeps its pages, go to ``storedRun`` instead, which stores
 /// them while the run fetches on and serves each once a commit holds it; their budget counts
-/// only the calls after the first (which read a whole document, say), since none of those pages
-/// waits for the run's end.
+/// only the source's time in the calls after the first (which read a whole document, say), since
+/// none of those pages waits for the run's end.
 struct PageFetch: Sendable {
     let adapter: any SourceAdapter
     let encoder: any PageEncoder
@@ -45,9 +45,12 @@ struct PageFetch: Sendable {
     static let runBudget = Duration.milliseconds(6)
     /// How often a run hands over the pages it has fetched while it goes on (see ``RunHandOver``).
     static let handOverInterval = Duration.milliseconds(1)
-    /// How long a run of pages that are stored before they are served spends in the calls after
-    /// its first before it stops: a few commits' worth, so the feed's upstream is held for
-    /// milliseconds, while a run still takes a document's pages in a handful of hand-offs.
+    /// How long the source of a run of pages that are stored before they are served spends in
+    /// the calls after its first before the run stops: a few commits' worth, so the feed's
+    /// upstream is held for milliseconds, while a run still takes a document's pages in a handful
+    /// of hand-offs. Encoding the pages is not counted: it is the daemon's work, the same however
+    /// the pages are grouped into runs, while a run stopped short leaves the rest of a document
+    /// waiting for the last commit of its pages before the next run starts.
     static let storedRunBudget = Duration.milliseconds(8)
 
     /// How a run ended: the pages not handed over before, then why it stopped, if not after a
@@ -133,15 +136,18 @@ struct PageFetch: Sendable {
         var run = Run()
         let started = clock.now
         var handedOver = started
+        // The source's time in the calls after the first (see ``storedRunBudget``).
         var laterCalls = Duration.zero
         var kept = StoredRun.Work()
         var request = step.request
         while true {
             let number = step.page + run.adapterCalls
             run.adapterCalls += 1
-            let called = clock.now
             do {
-                switch try await askSource(request, page: number) {
+                let called = clock.now
+                let result = try await adapter.fetch(request)
+                if run.adapterCalls > 1 { laterCalls += clock.now - called }
+                switch answer(result, to: request, page: number) {
                 case .notYet:
                     run.ending = .notYet(page: number)
                     return run
@@ -149,7 +155,6 @@ struct PageFetch: Sendable {
                     let fetched = FetchedPage(page: page, next: next, request: request)
                     // Asked after the call: an exec plugin says whether it reproduces pages once configured.
                     let storedRun = adapter.reproducesPages ? nil : storedRun
-                    if run.adapterCalls > 1 { laterCalls += clock.now - called }
                     let onTime = storedRun == nil ? clock.now - started < Self.runBudget : laterCalls < Self.storedRunBudget
                     let work = StoredRun.Work(calls: run.adapterCalls, requests: HTTPRequestMeter.current?.count ?? 0)
                     defer { kept = work }
@@ -184,7 +189,12 @@ struct PageFetch: Sendable {
     }
 
     private func askSource(_ request: PageRequest, page number: Int) async throws -> Answer {
-        switch try await adapter.fetch(request) {
+        answer(try await adapter.fetch(request), to: request, page: number)
+    }
+
+    /// What the source gave, with its page encoded.
+    private func answer(_ result: FetchResult, to request: PageRequest, page number: Int) -> Answer {
+        switch result {
         case .notYet:
             return .notYet
         case .page(let items, let next):

@@ -7,10 +7,11 @@ import FeedState
 ///
 /// One write is in flight at a time, and the pages that come while it commits are stored together
 /// by the next: so the adapter's next calls, their lines and their records overlap the commit of
-/// the pages before, and the feed takes pages once per commit, not once per page. A run that
-/// gets ``heldBytes`` ahead of the store waits for a commit before it fetches on, which bounds
-/// what it holds. After a failed commit nothing more is stored or served: the run stops there,
-/// and its source is asked for that page again with the feed's backoff.
+/// the pages before, and the feed takes pages once per commit, not once per page. A run with
+/// ``heldBytes`` waiting for the next commit waits for it before it fetches on, which bounds what
+/// it holds to about twice that: those pages and the commit's. After a failed commit nothing more
+/// is stored or served: the run stops there, and its source is asked for that page again with the
+/// feed's backoff.
 final class StoredRun: Sendable {
     /// A page waiting for its commit, with its stored record (see ``StoredPageBody``), which
     /// holds its line, not a copy of it.
@@ -43,14 +44,16 @@ final class StoredRun: Sendable {
     /// then calls `done` with nil, or with why they were not stored.
     typealias Write = @MainActor @Sendable (_ pages: [Waiting], _ done: @escaping @MainActor (SourceError?) -> Void) -> Void
 
-    /// How many bytes of pages wait for their commit before the run waits for one. A page's
+    /// How many bytes of pages wait for the next commit before the run waits for one. A page's
     /// record holds its line, not a copy, so what waits is lines the feed's cache takes anyway:
     /// eight pages of 470 KB (a 1,000-item page of a blog's feed) go in one commit, not one or
-    /// two, which takes most of a 20-page document's WAL syncs out of its paging.
+    /// two, which takes most of a 20-page document's WAL syncs out of its paging. The commit in
+    /// flight does not count: a run stopped by it would give the next commit a page or two, and
+    /// the store a sync for them, while the run's other pages wait behind that one.
     static let heldBytes = 4 << 20
 
     private enum Condition {
-        /// Fewer than ``heldBytes`` wait, or nothing more will be stored.
+        /// Fewer than ``heldBytes`` wait for the next commit, or nothing more will be stored.
         case room
         /// Nothing waits and nothing is being written.
         case drained
@@ -59,7 +62,8 @@ final class StoredRun: Sendable {
     private struct State {
         var waiting: [Waiting] = []
         var isWriting = false
-        var heldBytes = 0
+        /// The bytes of `waiting`.
+        var waitingBytes = 0
         var failure: Failure?
         /// The work of the pages served, counted already.
         var served = Work()
@@ -68,7 +72,7 @@ final class StoredRun: Sendable {
 
         func holds(_ condition: Condition) -> Bool {
             switch condition {
-            case .room: failure != nil || heldBytes < StoredRun.heldBytes
+            case .room: failure != nil || waitingBytes < StoredRun.heldBytes
             case .drained: !isWriting && waiting.isEmpty
             }
         }
@@ -101,14 +105,14 @@ final class StoredRun: Sendable {
         let mustStart = state.withLock { state -> Bool in
             guard state.failure == nil else { return false }
             state.waiting.append(page)
-            state.heldBytes += page.bytes
+            state.waitingBytes += page.bytes
             defer { state.isWriting = true }
             return !state.isWriting
         }
         if mustStart { Task { @MainActor in self.writeNext() } }
     }
 
-    /// Returns once fewer than ``heldBytes`` wait for their commit, or a commit failed.
+    /// Returns once fewer than ``heldBytes`` wait for the next commit, or a commit failed.
     func waitForRoom() async {
         await wait(until: .room)
     }
@@ -134,26 +138,29 @@ final class StoredRun: Sendable {
     @MainActor
     private func writeNext() {
         let pages = state.withLock { state -> [Waiting] in
-            defer { state.waiting = [] }
+            defer {
+                state.waiting = []
+                state.waitingBytes = 0
+            }
             if state.waiting.isEmpty { state.isWriting = false }
             return state.waiting
         }
-        guard !pages.isEmpty else { return wakeWaiter() }
+        // Room for the run, or the run drained.
+        wakeWaiter()
+        guard !pages.isEmpty else { return }
         write(pages) { error in self.written(pages, error: error) }
     }
 
     @MainActor
     private func written(_ pages: [Waiting], error: SourceError?) {
         state.withLock { state in
-            state.heldBytes -= pages.reduce(0) { $0 + $1.bytes }
             if error == nil { state.served = pages.reduce(state.served) { $0 + $1.work } }
             if let error, state.failure == nil, let first = pages.first {
                 state.failure = Failure(error: error, page: first.number)
-                state.heldBytes = 0
+                state.waitingBytes = 0
                 state.waiting = []
             }
         }
-        wakeWaiter()
         writeNext()
     }
 
