@@ -194,20 +194,27 @@ import Testing
         reader.next(6)
         await world.settle()
         store.holdsPageWrites = true
-        // Answers each call the run makes, waiting a while for one (encoding a page takes time).
+        // Answers the run's calls until it stops asking. Each of the first `expected` is waited
+        // for (up to 10 s: encoding a 1.5 MB page is slow in a debug or sanitized build); a
+        // later one is looked for through 20 settles, which a plain build's encoding fits in.
         var answered = 0
-        func answerCalls() async {
+        func answerCalls(expected: Int) async {
             while answered < 6 {
-                for _ in 0..<20 where world.script.pendingCalls.isEmpty { await world.settle() }
+                let deadline = ContinuousClock.now + .seconds(10)
+                var settles = 0
+                while world.script.pendingCalls.isEmpty, answered < expected ? ContinuousClock.now < deadline : settles < 20 {
+                    await world.settle()
+                    settles += 1
+                }
                 guard world.script.answer(.page(items: 1, next: .more(token: "after-\(answered + 1)"))) != nil else { return }
                 answered += 1
             }
         }
-        await answerCalls()
+        await answerCalls(expected: 4)
         #expect(answered == 4, "pages fetched while page 1 committed")
         #expect(log.pages.isEmpty)
         store.holdsPageWrites = false
-        await answerCalls()
+        await answerCalls(expected: 6)
         await world.settle()
         #expect(log.pages.map(\.number) == [1, 2, 3, 4, 5, 6])
     }
