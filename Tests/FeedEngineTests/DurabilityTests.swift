@@ -215,7 +215,9 @@ import Testing
         #expect(log.pages.isEmpty)
         store.holdsPageWrites = false
         await answerCalls(expected: 6)
-        await world.settle()
+        // The last commit and its serving, waited for as the calls were.
+        let served = ContinuousClock.now + .seconds(10)
+        while log.pages.count < 6, ContinuousClock.now < served { await world.settle() }
         #expect(log.pages.map(\.number) == [1, 2, 3, 4, 5, 6])
     }
 
