@@ -51,6 +51,13 @@ import Testing
         #expect(marked.arriving == marked.whole && !marked.whole.hasPrefix("error"), "a UTF-8 byte-order mark outranks the charset")
     }
 
+    @Test func a_document_of_megabytes_reads_alike() {
+        let document = Array(Documents.rss2((1...12_000).map { ("g\($0)", "Entry \($0)", "Sun, 01 Nov 2026 10:00:00 GMT") }).utf8)
+        #expect(document.count > 1 << 20)
+        let result = Self.bothWays(document, piece: 16_384)
+        #expect(result.arriving == result.whole && result.whole.split(separator: "\n").count == 12_000)
+    }
+
     @Test func a_document_that_is_not_well_formed_fails_alike_either_way() {
         let result = Self.bothWays(Self.padded("<rss><channel><item><title>A</titel></item></channel></rss>"), piece: 100)
         #expect(result.whole.hasPrefix("error: not well-formed XML at line 1"))
