@@ -35,6 +35,19 @@ struct DecodedDocument: ~Copyable {
         bytes[start...].first(where: { !Trimming.isSpace($0) }) == UInt8(ascii: "{")
     }
 
+    /// How many bytes of a document's start its encoding is found from (the XML declaration is
+    /// looked for there).
+    static let sniffedBytes = 1024
+
+    /// Where the text starts (past a UTF-8 byte-order mark) in a document that is UTF-8 XML,
+    /// as its start `first` (its first ``sniffedBytes`` bytes, or all of it) shows; nil for
+    /// another encoding, a JSON text, or a start of nothing but white space.
+    static func utf8XMLStart(_ first: [UInt8], contentType: String?) -> Int? {
+        let (name, _, offset) = encoding(of: first, contentType: contentType)
+        guard isUTF8(name), let text = first[offset...].first(where: { !Trimming.isSpace($0) }), text != UInt8(ascii: "{") else { return nil }
+        return offset
+    }
+
     // MARK: Finding the encoding
 
     /// The encoding's name, where the name came from, and where the text starts (past a BOM).
@@ -92,7 +105,7 @@ struct DecodedDocument: ~Copyable {
 
     /// The `encoding` of the XML declaration, read in the byte pattern's family.
     private static func declaredEncoding(_ body: [UInt8], family: String?) -> String? {
-        let prefix = Array(body.prefix(1024))
+        let prefix = Array(body.prefix(sniffedBytes))
         let ascii: [UInt8]
         switch family {
         case "UTF-32BE": ascii = stride(from: 3, to: prefix.count, by: 4).map { prefix[$0] }

@@ -40,4 +40,40 @@ public enum FeedDocument {
         guard document.isJSON else { return try XMLEntryReader.entryBatches(in: document, context: context) }
         return [try document.withText { text throws(FeedDocumentError) in try JSONFeedReader.entries(in: text, context: context) }]
     }
+
+    /// The entries of a response's body as it arrives: read while it downloads when its start
+    /// shows UTF-8 XML (by its byte-order mark, the `charset` of its `Content-Type` or its XML
+    /// declaration, or nothing saying otherwise), else waited for whole and read as
+    /// ``entries(in:context:)`` reads it. A body whose read fails is "not read in full"; the
+    /// body's ``HTTPBodyStream/failureRead`` says why.
+    public static func entries(arriving body: HTTPBodyStream, context: DocumentContext = DocumentContext()) throws(FeedDocumentError) -> [FeedEntry] {
+        try entryBatches(arriving: body, context: context).flatMap { $0 }
+    }
+
+    /// ``entries(arriving:context:)`` in batches, as the reader built them (see ``BatchBuilder``).
+    static func entryBatches(arriving body: HTTPBodyStream, context: DocumentContext) throws(FeedDocumentError) -> [[FeedEntry]] {
+        do {
+            var bytes = [UInt8](repeating: 0, count: DecodedDocument.sniffedBytes)
+            var count = 0
+            while count < bytes.count {
+                let read = try bytes.withUnsafeMutableBytes { try body.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[count...])) }
+                if read == 0 { break }
+                count += read
+            }
+            bytes.removeSubrange(count...)
+            if count == DecodedDocument.sniffedBytes, let start = DecodedDocument.utf8XMLStart(bytes, contentType: context.contentType) {
+                let entries = try XMLEntryReader.entryBatches(first: bytes[start...], then: body, context: context)
+                if body.failureRead != nil { throw notReadInFull }
+                return entries
+            }
+            try body.readAll(appendingTo: &bytes)
+            return try entryBatches(in: bytes, context: context)
+        } catch let error as FeedDocumentError {
+            throw body.failureRead != nil ? notReadInFull : error
+        } catch {
+            throw notReadInFull
+        }
+    }
+
+    private static let notReadInFull = FeedDocumentError(description: "not read in full")
 }

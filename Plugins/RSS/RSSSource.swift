@@ -83,22 +83,22 @@ public struct RSSSource: SourceAdapter {
         return .page(pageItems, next: polls ? .more(token: "\(batchNumber + 1).1") : .end)
     }
 
-    /// The document's items, newest first; nil when a poll finds it unchanged (`304`).
+    /// The document's items, newest first; nil when a poll finds it unchanged (`304`). The
+    /// document is read as it downloads (see ``FeedDocument/entries(arriving:context:)``).
     private func readDocument(generation: Int) async throws(SourceError) -> NewestFirst? {
         let validators = polls ? revalidation.validators(for: url, generation: generation) : nil
-        guard let response = try await http.get(url, ifChangedSince: validators) else { return nil }
-        let context = DocumentContext(
-            url: url.absoluteString, contentType: response.headers["content-type"], contentLocation: response.headers["content-location"],
-            plainText: plainText)
-        // The response is given up, so that its body is freed as soon as the reader is done with it.
-        let answer = HTTPResponse(status: response.status, headers: response.headers, body: [])
-        let entries: [[FeedEntry]]
-        do {
-            entries = try FeedDocument.entryBatches(in: (consume response).body, context: context)
-        } catch {
-            throw SourceError.rejected("the document from \(url.absoluteString) is \(error.description)")
+        let read = try await http.get(url, ifChangedSince: validators) { response, body throws(SourceError) in
+            let context = DocumentContext(
+                url: url.absoluteString, contentType: response.headers["content-type"], contentLocation: response.headers["content-location"],
+                plainText: plainText)
+            do throws(FeedDocumentError) {
+                return try FeedDocument.entryBatches(arriving: body, context: context)
+            } catch {
+                throw SourceError.rejected("the document from \(url.absoluteString) is \(error.description)")
+            }
         }
-        if polls { revalidation.remember(answer, from: url, generation: generation) }
+        guard let (response, entries) = read else { return nil }
+        if polls { revalidation.remember(response, from: url, generation: generation) }
         return Self.newestFirst(entries)
     }
 

@@ -52,35 +52,67 @@ struct XMLEntryReader {
     /// unless it was converted) is let go of as soon as the parse is done, before the last batch
     /// is built.
     static func entryBatches(in document: consuming DecodedDocument, context: DocumentContext) throws(FeedDocumentError) -> [[FeedEntry]] {
-        _ = libraryReady
-        // The callbacks reach the reader through this pointer: no reference counting and no
-        // exclusivity check per callback, as a class's property would cost. One parse, one thread.
-        let reader = UnsafeMutablePointer<XMLEntryReader>.allocate(capacity: 1)
-        reader.initialize(to: XMLEntryReader(context: context))
-        defer {
-            reader.deinitialize(count: 1)
-            reader.deallocate()
-        }
+        let run = ParserRun(context: context)
         let result = try document.withText { text throws(FeedDocumentError) -> Int32 in
             // UInt8 and CChar may alias each other.
             var unread = feedd_xml_text(next: UnsafeRawPointer(text.baseAddress)?.assumingMemoryBound(to: CChar.self), left: text.count)
-            return try withUnsafeMutablePointer(to: &unread) { unread throws(FeedDocumentError) -> Int32 in
-                guard let parser = withUnsafePointer(to: handler, { feedd_xml_parser($0, reader, unread) }) else {
-                    throw FeedDocumentError(description: "not read: libxml2 has no memory left")
-                }
-                reader.pointee.parser = parser
-                defer {
-                    reader.pointee.parser = nil
-                    xmlFreeParserCtxt(parser)
-                }
-                return feedd_xml_run(parser)
-            }
+            return try withUnsafeMutablePointer(to: &unread) { unread throws(FeedDocumentError) in try run.parse(feedd_xml_read, unread) }
         }
         _ = consume document
-        if let problem = reader.pointee.problem { throw FeedDocumentError(description: problem) }
-        guard result == 0 else { throw FeedDocumentError(description: "not well-formed XML") }
-        guard reader.pointee.format != nil else { throw FeedDocumentError(description: "empty, not an RSS, Atom or JSON Feed document") }
-        return reader.pointee.builder.entryBatches(finishing: reader.pointee.batch)
+        return try run.entryBatches(parsed: result)
+    }
+
+    /// The entries of the UTF-8 document that `first` starts and `body` goes on with, in document
+    /// order, read as the body arrives. A failed read of the body is, to libxml2, the end of its
+    /// input with an error.
+    static func entryBatches(first: ArraySlice<UInt8>, then body: HTTPBodyStream, context: DocumentContext) throws(FeedDocumentError) -> [[FeedEntry]] {
+        let run = ParserRun(context: context)
+        var text = ArrivingText(first: first, body: body)
+        let result = try withUnsafeMutablePointer(to: &text) { text throws(FeedDocumentError) in
+            try run.parse({ source, buffer, length in
+                source!.assumingMemoryBound(to: ArrivingText.self).pointee.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: Int(length)))
+            }, text)
+        }
+        return try run.entryBatches(parsed: result)
+    }
+
+    /// One parse: the reader, where libxml2's callbacks reach it through a pointer: no reference
+    /// counting and no exclusivity check per callback, as a class's property would cost. One
+    /// thread.
+    private struct ParserRun: ~Copyable {
+        let reader: UnsafeMutablePointer<XMLEntryReader>
+
+        init(context: DocumentContext) {
+            _ = libraryReady
+            reader = .allocate(capacity: 1)
+            reader.initialize(to: XMLEntryReader(context: context))
+        }
+
+        deinit {
+            reader.deinitialize(count: 1)
+            reader.deallocate()
+        }
+
+        /// Parses the text `read` gives from `source`: libxml2's result, 0 when it is well-formed.
+        func parse(_ read: xmlInputReadCallback, _ source: UnsafeMutableRawPointer) throws(FeedDocumentError) -> Int32 {
+            guard let parser = withUnsafePointer(to: handler, { feedd_xml_parser($0, reader, read, source) }) else {
+                throw FeedDocumentError(description: "not read: libxml2 has no memory left")
+            }
+            reader.pointee.parser = parser
+            defer {
+                reader.pointee.parser = nil
+                xmlFreeParserCtxt(parser)
+            }
+            return feedd_xml_run(parser)
+        }
+
+        /// The entries, once ``parse(_:_:)`` has given `result`.
+        func entryBatches(parsed result: Int32) throws(FeedDocumentError) -> [[FeedEntry]] {
+            if let problem = reader.pointee.problem { throw FeedDocumentError(description: problem) }
+            guard result == 0 else { throw FeedDocumentError(description: "not well-formed XML") }
+            guard reader.pointee.format != nil else { throw FeedDocumentError(description: "empty, not an RSS, Atom or JSON Feed document") }
+            return reader.pointee.builder.entryBatches(finishing: reader.pointee.batch)
+        }
     }
 
     private init(context: DocumentContext) {
@@ -261,6 +293,24 @@ struct XMLEntryReader {
     private mutating func pushBase(_ value: String) {
         guard let resolved = LinkResolution.resolveBase(value, against: currentBase) else { return }
         bases.append((depth, resolved))
+    }
+}
+
+/// What libxml2 reads of a document that is downloading: the bytes read before the parse, then the
+/// body as it arrives.
+private struct ArrivingText {
+    var first: ArraySlice<UInt8>
+    let body: HTTPBodyStream
+
+    /// libxml2's read: bytes copied into `buffer`, 0 at the end, -1 when the body failed.
+    mutating func read(into buffer: UnsafeMutableRawBufferPointer) -> Int32 {
+        guard first.isEmpty else {
+            let count = min(first.count, buffer.count)
+            buffer.copyBytes(from: first.prefix(count))
+            first = first.dropFirst(count)
+            return Int32(count)
+        }
+        return (try? body.read(into: buffer)).map { Int32($0) } ?? -1
     }
 }
 

@@ -1,5 +1,5 @@
-// libxml2 for the rss adapter: its SAX2 parser over a whole document in memory, without the network
-// and without keeping a tree; its URI resolution; its HTML parser, for plain-text summaries.
+// libxml2 for the rss adapter: its SAX2 parser over a document in memory or as it downloads, without
+// the network and without keeping a tree; its URI resolution; its HTML parser, for plain-text summaries.
 #include <libxml/xmlversion.h>
 // Debian builds libxml2 with ICU, whose headers clash with the copy inside Foundation; the only
 // declarations that need them are an encoding handler's ICU converters, which feedd never touches.
@@ -28,9 +28,10 @@ static inline int feedd_xml_read(void *context, char *buffer, int length) {
     return (int)count;
 }
 
-/// A parser for the UTF-8 XML in `text`, which calls `handler` with `context`; NULL if libxml2
-/// has no memory. `text`, and the bytes it points to, must stay until the parser is freed. Run it
-/// with feedd_xml_run, free it with xmlFreeParserCtxt.
+/// A parser for the UTF-8 XML that `read` gives from `source` (feedd_xml_read and a
+/// `feedd_xml_text`, for a text in memory), which calls `handler` with `context`; NULL if libxml2
+/// has no memory. `source`, and what it reads from, must stay until the parser is freed. Run it with feedd_xml_run, free
+/// it with xmlFreeParserCtxt.
 ///
 /// libxml2 reads the text 4,000 bytes at a time into a buffer it keeps small (as it reads a
 /// file), not into a copy of the whole text, which for a 9 MB body was a 9 MB allocation and a
@@ -47,8 +48,8 @@ static inline int feedd_xml_read(void *context, char *buffer, int length) {
 ///   still no entity expansion, since none is ever declared to the parser.
 /// - IGNORE_ENC: the caller has already turned the bytes into UTF-8, whatever the XML
 ///   declaration says.
-static inline xmlParserCtxtPtr feedd_xml_parser(const xmlSAXHandler *handler, void *context, feedd_xml_text *text) {
-    xmlParserCtxtPtr parser = xmlCreateIOParserCtxt(NULL, NULL, feedd_xml_read, NULL, text, XML_CHAR_ENCODING_NONE);
+static inline xmlParserCtxtPtr feedd_xml_parser(const xmlSAXHandler *handler, void *context, xmlInputReadCallback read, void *source) {
+    xmlParserCtxtPtr parser = xmlCreateIOParserCtxt(NULL, NULL, read, NULL, source, XML_CHAR_ENCODING_NONE);
     if (parser == NULL) return NULL;
     memcpy(parser->sax, handler, sizeof(xmlSAXHandler));
     parser->userData = context;

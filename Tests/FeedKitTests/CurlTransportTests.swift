@@ -86,4 +86,102 @@ import TestSupport
         #expect(try await readOnTransportThread(bytes: CurlTransport.inlineBodyBytes))
         #expect(try await !readOnTransportThread(bytes: CurlTransport.inlineBodyBytes + 1))
     }
+
+    // MARK: Bodies read as they arrive
+
+    /// The first `count` bytes of `body`, or as many as there are; nil when a read throws.
+    static func read(_ count: Int, of body: HTTPBodyStream) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var read = 0
+        while read < count {
+            guard let more = try? bytes.withUnsafeMutableBytes({ try body.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[read...])) }) else { return nil }
+            if more == 0 { break }
+            read += more
+        }
+        return Array(bytes[..<read])
+    }
+
+    static func streamingGet(_ upstream: LoopbackUpstream, timeout: Duration = .seconds(10), read: @escaping @Sendable (HTTPResponse, HTTPBodyStream) -> [UInt8]?) async throws(SourceError) -> [UInt8]? {
+        let source = HTTPSource(transport: transport, timeout: timeout)
+        return try await source.get(URL(string: "\(upstream.baseURL)/api/?results=1")!, ifChangedSince: nil) { response, body in read(response, body) }?.value
+    }
+
+    /// The server holds the rest of the body back until the reader has its start: only a body read
+    /// as it arrives can be read through.
+    @Test func a_streamed_body_is_read_while_the_rest_is_on_its_way() async throws {
+        let upstream = try LoopbackUpstream()
+        let body = (0..<3_000).map { UInt8(truncatingIfNeeded: $0) }
+        upstream.inject(.held(body: body, sentFirst: 1_000, contentType: "application/octet-stream"))
+        let read = try await Self.streamingGet(upstream) { response, stream in
+            guard response.status == 200, response.headers["content-type"] == "application/octet-stream", let start = Self.read(1_000, of: stream) else { return nil }
+            upstream.releaseHeldBodies()
+            return Self.read(10_000, of: stream).map { start + $0 }
+        }
+        #expect(read == body)
+    }
+
+    @Test func a_transfer_cut_while_its_body_is_read_is_the_transport_failure() async throws {
+        let upstream = try LoopbackUpstream()
+        upstream.inject(.cut(body: [UInt8](repeating: 65, count: 3_000), sentFirst: 1_000))
+        let started = Locked<Int?>(nil)
+        do {
+            _ = try await Self.streamingGet(upstream) { _, stream in
+                started.withLock { $0 = Self.read(1_000, of: stream)?.count }
+                return Self.read(10_000, of: stream)
+            }
+            Issue.record("a cut body was read whole")
+        } catch {
+            #expect(error.kind == .transient)
+            #expect(error.message.hasPrefix("GET \(upstream.baseURL)/api/?results=1: "), "\(error.message)")
+        }
+        #expect(started.withLock { $0 } == 1_000)
+    }
+
+    @Test func a_streamed_body_over_the_limit_ends_at_the_limit_with_the_size_error() async throws {
+        let upstream = try LoopbackUpstream()
+        upstream.inject(.held(body: [UInt8](repeating: 65, count: 5_000), sentFirst: 3_000))
+        let seen = Locked(0)
+        await #expect(throws: SourceError.rejected("GET \(upstream.baseURL)/api/?results=1: the response body is larger than 4096 bytes")) {
+            try await Self.streamingGet(upstream) { _, stream in
+                let start = Self.read(3_000, of: stream)
+                upstream.releaseHeldBodies()
+                var rest: [UInt8] = []
+                let failed = (try? stream.readAll(appendingTo: &rest)) == nil
+                seen.withLock { $0 = (start?.count ?? 0) + rest.count }
+                return failed ? nil : rest
+            }
+        }
+        #expect(seen.withLock { $0 } <= 4_096, "no byte past the limit is read")
+        #expect(try await get(upstream).status == 200, "the next request is served as usual")
+    }
+
+    @Test func cancelling_a_streamed_read_stops_the_reader_and_the_transfer() async throws {
+        let upstream = try LoopbackUpstream()
+        upstream.inject(.held(body: [UInt8](repeating: 65, count: 3_000), sentFirst: 1_000))
+        let (reading, reader) = AsyncStream.makeStream(of: Void.self)
+        let task = Task {
+            try await Self.streamingGet(upstream, timeout: .seconds(30)) { _, stream in
+                _ = Self.read(1_000, of: stream)
+                reader.yield()
+                return Self.read(10_000, of: stream)
+            }
+        }
+        for await _ in reading { break }
+        task.cancel()
+        let started = ContinuousClock.now
+        await #expect(throws: SourceError.transient("GET \(upstream.baseURL)/api/?results=1: cancelled")) { try await task.value }
+        #expect(ContinuousClock.now - started < .seconds(10), "not the transfer's timeout")
+        upstream.stop()
+    }
+
+    @Test func a_response_that_is_not_2xx_is_thrown_before_any_read() async throws {
+        let upstream = try LoopbackUpstream()
+        upstream.inject(.status(503, retryAfter: "7"))
+        await #expect(throws: SourceError.transient("HTTP 503 from \(upstream.baseURL)/api/?results=1", retryAfter: .seconds(7))) {
+            try await Self.streamingGet(upstream) { _, _ in
+                Issue.record("the body of a 503 was read")
+                return nil
+            }
+        }
+    }
 }

@@ -124,6 +124,43 @@ import TestSupport
         }
     }
 
+    /// Enough entries that the document is read as it downloads (its start shows UTF-8 XML).
+    static let longDocument = Documents.rss2((1...40).map { ("g\($0)", "Entry \($0) été", "Sun, 01 Nov 2026 10:\(10 + $0):00 GMT") })
+
+    @Test func a_document_whose_rest_comes_later_is_read_whole() async throws {
+        let upstream = try LoopbackUpstream()
+        let bytes = Array(Self.longDocument.utf8)
+        upstream.inject(.held(body: bytes, sentFirst: bytes.count / 2))
+        let source = try Self.source(upstream, pageSize: 100)
+        let fetch = Task { try await source.fetch(Self.request(1, nil)) }
+        try upstream.waitForRequests(1)
+        upstream.releaseHeldBodies()
+        let page = try Self.items(try await fetch.value)
+        #expect(page.ids == (1...40).reversed().map { "g\($0)" } && page.next == .end)
+    }
+
+    @Test func a_document_cut_off_mid_way_is_the_transfer_failure_not_a_malformed_document() async throws {
+        let upstream = try LoopbackUpstream()
+        let bytes = Array(Self.longDocument.utf8)
+        upstream.inject(.cut(body: bytes, sentFirst: bytes.count / 2))
+        do {
+            _ = try await Self.source(upstream).fetch(Self.request(1, nil))
+            Issue.record("a cut document was read")
+        } catch let error as SourceError {
+            #expect(error.kind == .transient, "retried with backoff, as a broken connection is")
+            #expect(error.message.hasPrefix("GET \(upstream.baseURL)/feed.xml: "), "\(error.message)")
+        }
+    }
+
+    @Test func a_document_in_another_encoding_is_read_whole_and_converted() async throws {
+        let upstream = try LoopbackUpstream()
+        let latin1 = Array(Self.longDocument.data(using: .isoLatin1)!)
+        upstream.setResource("/feed.xml", .init(body: latin1, contentType: "application/rss+xml; charset=ISO-8859-1"))
+        let result = try await Self.source(upstream, pageSize: 100).fetch(Self.request(1, nil))
+        guard case .page(let items, _) = result else { throw TestFailure("expected a page, got \(result)") }
+        #expect(items.count == 40 && items.last?.data["title"] == "Entry 1 été")
+    }
+
     @Test func each_poll_publishes_only_entries_never_seen_newest_first_and_a_304_publishes_nothing() async throws {
         let upstream = try LoopbackUpstream()
         Self.serve(upstream, Documents.rss2([("a", "A", "Sun, 01 Nov 2026 10:00:00 GMT"), ("b", "B", "Mon, 02 Nov 2026 10:00:00 GMT")]), entityTag: "\"1\"")

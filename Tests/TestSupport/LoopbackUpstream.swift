@@ -28,6 +28,11 @@ public final class LoopbackUpstream: @unchecked Sendable {
         case closeWithoutResponse
         /// Accept and never answer (until the server stops).
         case hang
+        /// A 200 `body` of which the first `sentFirst` bytes are sent at once, and the rest only
+        /// after ``releaseHeldBodies()`` (or when the server stops).
+        case held(body: [UInt8], sentFirst: Int, contentType: String = "application/rss+xml")
+        /// A 200 whose head promises `body` whole, and whose connection closes after `sentFirst` bytes of it.
+        case cut(body: [UInt8], sentFirst: Int, contentType: String = "application/rss+xml")
     }
 
     /// One request as the upstream saw it.
@@ -53,6 +58,7 @@ public final class LoopbackUpstream: @unchecked Sendable {
     private var resources: [String: Resource] = [:]
     private var unseededCalls = 0
     private var stopped = false
+    private var heldBodiesReleased = false
 
     public init() throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -107,6 +113,14 @@ public final class LoopbackUpstream: @unchecked Sendable {
     }
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// Sends the rest of every ``Fault/held(body:sentFirst:contentType:)`` body, now and from now on.
+    public func releaseHeldBodies() {
+        condition.lock()
+        heldBodiesReleased = true
+        condition.broadcast()
+        condition.unlock()
+    }
 
     /// Makes the next `count` requests misbehave as `fault`.
     public func inject(_ fault: Fault, times count: Int = 1) {
@@ -255,6 +269,17 @@ public final class LoopbackUpstream: @unchecked Sendable {
             condition.lock()
             while !stopped { condition.wait() }
             condition.unlock()
+        case .held(let body, let first, let contentType)?:
+            guard sendAll(client, head(status: 200, contentType: contentType, length: body.count), more: true),
+                sendAll(client, Array(body.prefix(first)), more: false)
+            else { return }
+            condition.lock()
+            while !heldBodiesReleased, !stopped { condition.wait() }
+            condition.unlock()
+            _ = sendAll(client, Array(body.dropFirst(first)), more: false)
+        case .cut(let body, let first, let contentType)?:
+            guard sendAll(client, head(status: 200, contentType: contentType, length: body.count), more: true) else { return }
+            _ = sendAll(client, Array(body.prefix(first)), more: false)
         case nil:
             respond(client, route(path, query))
         }
@@ -350,16 +375,20 @@ public final class LoopbackUpstream: @unchecked Sendable {
         _ client: Int32, _ response: (status: Int, body: [UInt8]), retryAfter: String? = nil, contentType: String = "application/json",
         headers: [(name: String, value: String)] = []
     ) {
-        var head = "HTTP/1.1 \(response.status) \(response.status < 400 ? "OK" : "Error")\r\n"
-        head += "Content-Type: \(contentType)\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
-        if let retryAfter { head += "Retry-After: \(retryAfter)\r\n" }
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        head += "\r\n"
+        let extra = (retryAfter.map { [("Retry-After", $0)] } ?? []) + headers
+        let head = head(status: response.status, contentType: contentType, length: response.body.count, headers: extra)
         // The body is sent from where it is kept: a copy of a large one (a 9 MB feed) behind its
         // head would hold the first byte back for milliseconds. The head waits for it (MSG_MORE),
         // so the two leave in the same segments, as one buffer would.
-        guard sendAll(client, Array(head.utf8), more: !response.body.isEmpty) else { return }
+        guard sendAll(client, head, more: !response.body.isEmpty) else { return }
         _ = sendAll(client, response.body, more: false)
+    }
+
+    private func head(status: Int, contentType: String, length: Int, headers: [(name: String, value: String)] = []) -> [UInt8] {
+        var head = "HTTP/1.1 \(status) \(status < 400 ? "OK" : "Error")\r\n"
+        head += "Content-Type: \(contentType)\r\nContent-Length: \(length)\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        return Array((head + "\r\n").utf8)
     }
 
     /// Sends every byte of `bytes`; false once the peer is gone.

@@ -65,16 +65,36 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
         let cancellation = Cancellation()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let request = Request(
-                    http: httpRequest, first: httpRequest.url, hops: 0, deadline: .now + timeout, cancellation: cancellation,
-                    meter: HTTPRequestMeter.current, continuation: continuation)
-                inbox.withLock { $0.append(request) }
-                wakeLoop()
+                start(Request(httpRequest, timeout: timeout, cancellation: cancellation, reply: .whole(continuation)))
             }
         } onCancel: {
-            cancellation.set()
-            wakeLoop()
+            cancel(cancellation)
         }
+    }
+
+    /// The body streams from its first byte on: curl's write callback appends each piece it
+    /// delivers to the ``HTTPBodyStream``, from which the reader, on a thread of its own, takes it.
+    package func open(_ httpRequest: HTTPRequest, timeout: Duration) async throws -> HTTPStreamedResponse {
+        let cancellation = Cancellation()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let reply = Reply.streamed(continuation, stopTransfer: { [self] in cancel(cancellation) })
+                start(Request(httpRequest, timeout: timeout, cancellation: cancellation, reply: reply))
+            }
+        } onCancel: {
+            cancel(cancellation)
+        }
+    }
+
+    /// Queues `request` for the loop thread.
+    private func start(_ request: Request) {
+        inbox.withLock { $0.append(request) }
+        wakeLoop()
+    }
+
+    private func cancel(_ cancellation: Cancellation) {
+        cancellation.set()
+        wakeLoop()
     }
 
     /// Wakes the loop from its poll, unless this is the loop thread.
@@ -92,7 +112,7 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
             for job in jobs.withLock({ jobs in defer { jobs = [] }; return jobs }) { job.runSynchronously(on: asUnownedTaskExecutor()) }
             for request in redirected + inbox.withLock({ requests in defer { requests = [] }; return requests }) {
                 guard !request.cancellation.isSet else {
-                    request.continuation.resume(throwing: CancellationError())
+                    request.reply.answer(.failure(CancellationError()))
                     continue
                 }
                 request.meter?.countRequest()
@@ -105,7 +125,7 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
                 transfers[easy] = nil
                 multi.remove(easy)
                 handles.give(easy)
-                transfer.request.continuation.resume(throwing: CancellationError())
+                transfer.cancelled()
             }
             multi.perform()
             while let (easy, result) = multi.nextFinished() {
@@ -117,9 +137,10 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
                 case .answer(let answer):
                     let large = ((try? answer.get())?.body.count ?? 0) > Self.inlineBodyBytes
                     resumingLargeBody.store(large, ordering: .relaxed)
-                    transfer.request.continuation.resume(with: answer)
+                    transfer.request.reply.answer(answer)
                     resumingLargeBody.store(false, ordering: .relaxed)
                 case .redirect(let next): redirected.append(next)
+                case .bodyEnded: break
                 }
             }
             // The next hop of a redirect, and a job enqueued meanwhile, start at once, not after a
@@ -148,7 +169,7 @@ private struct Request: Sendable {
     let cancellation: Cancellation
     /// Where the fetch this GET is for counts its requests, every hop one.
     let meter: HTTPRequestMeter?
-    let continuation: CheckedContinuation<HTTPResponse, any Error>
+    let reply: Reply
 
     /// The hop to `target`, on the same origin as this one or not.
     func following(to target: URL, sameOrigin: Bool) -> Request {
@@ -158,8 +179,31 @@ private struct Request: Sendable {
             next.bearerToken = nil
             next.headers = URLOrigin.headersForOtherOrigins(next.headers)
         }
-        return Request(
-            http: next, first: first, hops: hops + 1, deadline: deadline, cancellation: cancellation, meter: meter, continuation: continuation)
+        return Request(http: next, first: first, hops: hops + 1, deadline: deadline, cancellation: cancellation, meter: meter, reply: reply)
+    }
+}
+
+extension Request {
+    /// The first hop of a GET of `http`, to be done within `timeout`.
+    init(_ http: HTTPRequest, timeout: Duration, cancellation: Cancellation, reply: Reply) {
+        self.init(http: http, first: http.url, hops: 0, deadline: .now + timeout, cancellation: cancellation, meter: HTTPRequestMeter.current, reply: reply)
+    }
+}
+
+/// Who waits for a GET's answer: a caller of `send`, for the whole response, or a caller of
+/// `open`, for the response as soon as its body starts.
+private enum Reply: Sendable {
+    case whole(CheckedContinuation<HTTPResponse, any Error>)
+    /// With what stops the transfer when the reader abandons the body.
+    case streamed(CheckedContinuation<HTTPStreamedResponse, any Error>, stopTransfer: @Sendable () -> Void)
+
+    /// Answers with `result`, a response that is complete.
+    func answer(_ result: Result<HTTPResponse, any Error>) {
+        switch self {
+        case .whole(let continuation): continuation.resume(with: result)
+        case .streamed(let continuation, _):
+            continuation.resume(with: result.map { HTTPStreamedResponse(status: $0.status, headers: $0.headers, body: HTTPBodyStream(whole: $0.body)) })
+        }
     }
 }
 
@@ -235,6 +279,9 @@ private final class Transfer {
     private let requestHeaders: UnsafeMutablePointer<curl_slist>?
     private let errorText = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
     private var body: [UInt8] = []
+    /// Where the body goes instead, once a streamed reply has been answered with it.
+    private var stream: HTTPBodyStream?
+    private var received = 0
     private var bodyTooLarge = false
     private var headers: [String: String] = [:]
 
@@ -279,18 +326,34 @@ private final class Transfer {
     }
 
     private func receiveBody(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard body.count + bytes.count <= maximumBodyBytes else {
+        guard received + bytes.count <= maximumBodyBytes else {
             bodyTooLarge = true
             return false
         }
+        received += bytes.count
+        // A 2xx body is the one a streamed reply waits for (any other is an error, or a redirect
+        // whose next hop brings the body): the reply is answered at its first byte.
+        if received == bytes.count, case .streamed(let continuation, let stopTransfer) = request.reply,
+            case let status = Int(feedd_curl_response_code(easy)), 200..<300 ~= status
+        {
+            let stream = HTTPBodyStream(expectedBytes: contentLength, stopTransfer: stopTransfer)
+            self.stream = stream
+            continuation.resume(returning: HTTPStreamedResponse(status: status, headers: headers, body: stream))
+        }
+        if let stream { return stream.append(bytes) }
         // Room for the whole body at once: growing by doubling would copy it and leave up to
         // twice its size allocated (a compressed body's length is only a start). The padding a
         // JSONDocument needs after its text is room too, so that a JSON body is parsed where it lies.
-        if body.isEmpty, let length = headers["content-length"].flatMap({ Int($0) }), length > bytes.count, length <= maximumBodyBytes {
+        if body.isEmpty, let length = contentLength, length > bytes.count {
             body.reserveCapacity(length + JSONDocument.padding)
         }
         body.append(contentsOf: bytes)
         return true
+    }
+
+    /// The `Content-Length`, if it is within the body limit.
+    private var contentLength: Int? {
+        headers["content-length"].flatMap { Int($0) }.flatMap { $0 <= maximumBodyBytes ? $0 : nil }
     }
 
     /// One header line; a status line starts a new response (after a 100 Continue).
@@ -309,25 +372,47 @@ private final class Transfer {
     enum Outcome {
         case answer(Result<HTTPResponse, any Error>)
         case redirect(Request)
+        /// A streamed body ended, finished or failed: its reader has what it needs.
+        case bodyEnded
     }
 
     /// The statuses whose `Location` is followed.
     private static let followedStatuses: Set = [301, 302, 303, 307, 308]
 
     func outcome(_ result: CURLcode) -> Outcome {
-        if bodyTooLarge {
-            let size = maximumBodyBytes % (1 << 20) == 0 ? "\(maximumBodyBytes >> 20) MiB" : "\(maximumBodyBytes) bytes"
-            return .answer(.failure(SourceError.rejected("GET \(request.first.absoluteString): the response body is larger than \(size)")))
+        if let failure = failure(result) {
+            guard let stream else { return .answer(.failure(failure)) }
+            stream.fail(failure)
+            return .bodyEnded
         }
-        guard result == CURLE_OK else {
-            let detail = errorText[0] != 0 ? String(cString: errorText) : String(cString: curl_easy_strerror(result))
-            return .answer(.failure(HTTPTransportError(description: detail)))
+        if let stream {
+            stream.finish()
+            return .bodyEnded
         }
         let status = Int(feedd_curl_response_code(easy))
         if Self.followedStatuses.contains(status), request.http.redirects != .never, let location = headers["location"] {
             return redirect(to: location)
         }
         return .answer(.success(HTTPResponse(status: status, headers: headers, body: body)))
+    }
+
+    /// Why the transfer failed, if it did.
+    private func failure(_ result: CURLcode) -> (any Error)? {
+        if bodyTooLarge {
+            let size = maximumBodyBytes % (1 << 20) == 0 ? "\(maximumBodyBytes >> 20) MiB" : "\(maximumBodyBytes) bytes"
+            return SourceError.rejected("GET \(request.first.absoluteString): the response body is larger than \(size)")
+        }
+        guard result == CURLE_OK else {
+            let detail = errorText[0] != 0 ? String(cString: errorText) : String(cString: curl_easy_strerror(result))
+            return HTTPTransportError(description: detail)
+        }
+        return nil
+    }
+
+    /// Ends the GET as cancelled: its caller is told, or its body's reader.
+    func cancelled() {
+        guard let stream else { return request.reply.answer(.failure(CancellationError())) }
+        stream.fail(CancellationError())
     }
 
     /// The next hop to `location`, resolved against this hop's URL by libcurl's parser, if the

@@ -32,14 +32,20 @@ public struct HTTPSource: Sendable {
 
     /// GETs `url` and returns its response, throwing ``SourceError`` for any failure or non-2xx status.
     public func get(_ url: URL) async throws(SourceError) -> HTTPResponse {
-        try await send(url, extraHeaders: [:], acceptNotModified: false)!
+        try await get(url, ifChangedSince: nil)!
     }
 
     /// GETs `url`, asking the server to answer `304 Not Modified` if it has not changed since the
     /// response `validators` came from; returns nil for that answer, and is ``get(_:)`` when
     /// `validators` is nil.
     public func get(_ url: URL, ifChangedSince validators: HTTPValidators?) async throws(SourceError) -> HTTPResponse? {
-        try await send(url, extraHeaders: validators?.requestHeaders ?? [:], acceptNotModified: validators != nil)
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(request(url, ifChangedSince: validators), timeout: timeout)
+        } catch {
+            throw Self.failure(error, from: url)
+        }
+        return try accepts(response, from: url, notModified: validators != nil) ? response : nil
     }
 
     /// GETs `url` and reads its body as a JSON document; a body that is not JSON is a rejection.
@@ -58,25 +64,67 @@ public struct HTTPSource: Sendable {
         }
     }
 
-    private func send(_ url: URL, extraHeaders: [String: String], acceptNotModified: Bool) async throws(SourceError) -> HTTPResponse? {
-        let request = HTTPRequest(
-            url: url, headers: headers.merging(extraHeaders) { _, conditional in conditional }, bearerToken: bearerToken,
-            redirects: redirects)
-        let response: HTTPResponse
+    /// GETs `url` as ``get(_:ifChangedSince:)`` does, and gives the body of a 2xx response to
+    /// `read` while it downloads, so that reading the body and receiving it overlap.
+    ///
+    /// `read` runs on a thread of its own, since its reads of the body wait for the network; it
+    /// gets the response without its body (the status and header fields) and the body. A transfer
+    /// that fails under a read of `read`'s (a broken connection, the timeout, a body over the
+    /// transport's limit) is thrown as ``get(_:)`` would throw it, whatever `read` threw then;
+    /// what `read` leaves unread is abandoned. Returns the response without its body and what
+    /// `read` returned; nil for `304 Not Modified`.
+    public func get<Value: Sendable>(
+        _ url: URL, ifChangedSince validators: HTTPValidators?,
+        readingBody read: @escaping @Sendable (_ response: HTTPResponse, _ body: HTTPBodyStream) throws(SourceError) -> Value
+    ) async throws(SourceError) -> (response: HTTPResponse, value: Value)? {
+        let streamed: HTTPStreamedResponse
         do {
-            response = try await transport.send(request, timeout: timeout)
-        } catch let error as SourceError {
-            throw error
-        } catch is CancellationError {
-            throw SourceError.transient("GET \(url.absoluteString): cancelled")
+            streamed = try await transport.open(request(url, ifChangedSince: validators), timeout: timeout)
         } catch {
-            throw SourceError.transient("GET \(url.absoluteString): \(error)")
+            throw Self.failure(error, from: url)
         }
+        let response = HTTPResponse(status: streamed.status, headers: streamed.headers, body: [])
+        guard try accepts(response, from: url, notModified: validators != nil) else { return nil }
+        let body = streamed.body
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let thread = Thread {
+                    let result = Result { () throws(SourceError) in try read(response, body) }
+                    body.abandon()
+                    continuation.resume(returning: result)
+                }
+                thread.name = "feedd-body"
+                thread.start()
+            }
+        } onCancel: {
+            body.abandon()
+        }
+        if let failure = body.failureRead { throw Self.failure(failure, from: url) }
+        return (response, try result.get())
+    }
+
+    private func request(_ url: URL, ifChangedSince validators: HTTPValidators?) -> HTTPRequest {
+        let conditional = validators?.requestHeaders ?? [:]
+        return HTTPRequest(url: url, headers: headers.merging(conditional) { _, conditional in conditional }, bearerToken: bearerToken, redirects: redirects)
+    }
+
+    /// A transport's error as the source error it is.
+    private static func failure(_ error: any Error, from url: URL) -> SourceError {
+        switch error {
+        case let error as SourceError: error
+        case is CancellationError: SourceError.transient("GET \(url.absoluteString): cancelled")
+        default: SourceError.transient("GET \(url.absoluteString): \(error)")
+        }
+    }
+
+    /// Whether `response` is one to read (2xx); false for `304` to a conditional GET, and throws
+    /// for any other status.
+    private func accepts(_ response: HTTPResponse, from url: URL, notModified acceptNotModified: Bool) throws(SourceError) -> Bool {
         switch response.status {
         case 200..<300:
-            return response
+            return true
         case 304 where acceptNotModified:
-            return nil
+            return false
         case 300..<400 where redirects == .never:
             let location = response.headers["location"].map { " to \($0)" } ?? ""
             throw SourceError.rejected("HTTP \(response.status) from \(url.absoluteString)\(location), not followed (follow_redirects = \"never\")")

@@ -76,11 +76,36 @@ public struct HTTPValidators: Sendable, Hashable {
     }
 }
 
+/// A response whose body is read as it arrives (``HTTPTransport/open(_:timeout:)``).
+public struct HTTPStreamedResponse: Sendable {
+    /// The HTTP status code.
+    public let status: Int
+    /// Header fields, as ``HTTPResponse/headers`` has them.
+    public let headers: [String: String]
+    /// The body, decoded from its transfer and content encodings, as it comes.
+    public let body: HTTPBodyStream
+
+    /// A response with `status` and `headers` whose body is `body`.
+    public init(status: Int, headers: [String: String], body: HTTPBodyStream) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
 /// Performs HTTP GETs: the seam between network adapters and the network.
 public protocol HTTPTransport: Sendable {
     /// GETs `request.url`; throws for transport failures (no connection, reset, timeout) and for a
     /// redirect its policy refuses, not for HTTP statuses.
     func send(_ request: HTTPRequest, timeout: Duration) async throws -> HTTPResponse
+
+    /// GETs `request.url` as ``send(_:timeout:)`` does, but answers once a 2xx response's body
+    /// starts, with that body to be read as it arrives: a transfer failure after that (a broken
+    /// connection, the timeout, a body over the transport's limit) ends the body with the error.
+    /// Any other response is answered once it is complete, its body whole.
+    ///
+    /// The default answers with ``send(_:timeout:)``'s response, its body whole.
+    func open(_ request: HTTPRequest, timeout: Duration) async throws -> HTTPStreamedResponse
 
     /// Where a task that sends a request and reads a page-sized answer runs with the fewest
     /// hand-offs between threads: the transport's own thread, for one that has it. Nil (the
@@ -91,4 +116,10 @@ public protocol HTTPTransport: Sendable {
 extension HTTPTransport {
     /// None of its own.
     public var executor: (any TaskExecutor)? { nil }
+
+    /// The response of ``send(_:timeout:)``, whose body has arrived whole.
+    public func open(_ request: HTTPRequest, timeout: Duration) async throws -> HTTPStreamedResponse {
+        let response = try await send(request, timeout: timeout)
+        return HTTPStreamedResponse(status: response.status, headers: response.headers, body: HTTPBodyStream(whole: response.body))
+    }
 }

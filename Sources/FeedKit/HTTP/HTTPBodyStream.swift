@@ -1,0 +1,177 @@
+import Dispatch
+
+/// A response body read while it downloads: the transport appends what comes off the connection,
+/// and one reader takes it in order, waiting when it has caught up.
+///
+/// The transport delivers every byte up to its body limit and then ends the body: finished, or
+/// failed with why (the connection broke, the limit was passed, the request was cancelled). A
+/// reader that stops early ``abandon()``s the body, and the transfer stops.
+///
+/// Reads wait for the network, so they belong on a thread that may wait: never on the
+/// transport's own thread, which delivers the bytes, nor on Swift's shared pool, of which a slow
+/// upstream would hold a thread for as long as its body takes. ``HTTPSource`` runs its reader
+/// on a thread of the reader's own.
+public final class HTTPBodyStream: Sendable {
+    private struct State {
+        /// What has arrived and is not read yet: `chunks[head...]`, the first from `offset` on.
+        var chunks: [[UInt8]] = []
+        var head = 0
+        var offset = 0
+        /// Set once the transport has delivered all it will.
+        var end: End?
+        /// Set by ``HTTPBodyStream/abandon()``: reads throw `CancellationError`.
+        var abandoned = false
+        /// Whether the reader waits on `arrived` for more.
+        var readerWaits = false
+        /// The failure a read has thrown, if one has.
+        var failureRead: (any Error)?
+
+        /// What a read gets now: bytes copied into `buffer`, the end (0) or a failure; nil when it
+        /// must wait for more.
+        mutating func read(into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, any Error>? {
+            if abandoned { return fail(CancellationError()) }
+            if head < chunks.count { return .success(copy(into: buffer)) }
+            switch end {
+            case .finished?: return .success(0)
+            case .failed(let error)?: return fail(error)
+            case nil:
+                readerWaits = true
+                return nil
+            }
+        }
+
+        private mutating func fail(_ error: any Error) -> Result<Int, any Error> {
+            failureRead = error
+            return .failure(error)
+        }
+
+        /// Copies what fits of the unread chunks into `buffer`, freeing each chunk once read.
+        private mutating func copy(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+            var copied = 0
+            while copied < buffer.count, head < chunks.count {
+                let count = chunks[head].withUnsafeBytes { chunk in
+                    let count = min(chunk.count - offset, buffer.count - copied)
+                    UnsafeMutableRawBufferPointer(rebasing: buffer[copied..<copied + count])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: chunk[offset..<offset + count]))
+                    return count
+                }
+                copied += count
+                offset += count
+                if offset == chunks[head].count {
+                    chunks[head] = []
+                    head += 1
+                    offset = 0
+                }
+            }
+            if head == chunks.count {
+                chunks.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            return copied
+        }
+    }
+
+    private enum End {
+        case finished
+        case failed(any Error)
+    }
+
+    private let state = Locked(State())
+    /// Signalled for a waiting reader when bytes or the end arrive.
+    private let arrived = DispatchSemaphore(value: 0)
+    private let stopTransfer: @Sendable () -> Void
+    /// The size the transport expects the body to have (its `Content-Length`), for ``readAll()``.
+    private let expectedBytes: Int?
+
+    /// An empty body the transport will deliver; `stopTransfer` stops its transfer when the reader
+    /// abandons it first (it is called at most once, from any thread).
+    package init(expectedBytes: Int?, stopTransfer: @escaping @Sendable () -> Void) {
+        self.expectedBytes = expectedBytes
+        self.stopTransfer = stopTransfer
+    }
+
+    /// A body that has arrived whole: `bytes`, then the end.
+    public convenience init(whole bytes: [UInt8]) {
+        self.init(expectedBytes: bytes.count, stopTransfer: {})
+        if !bytes.isEmpty { state.withLock { $0.chunks.append(bytes) } }
+        finish()
+    }
+
+    // MARK: The transport's side
+
+    /// Adds `bytes` to the body; false when the reader has abandoned it (the transfer can stop).
+    package func append(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let wake = state.withLock { state -> Bool? in
+            guard state.end == nil, !state.abandoned else { return nil }
+            state.chunks.append(Array(bytes))
+            defer { state.readerWaits = false }
+            return state.readerWaits
+        }
+        if wake == true { arrived.signal() }
+        return wake != nil
+    }
+
+    /// Ends the body after what has been appended.
+    package func finish() {
+        end(.finished)
+    }
+
+    /// Ends the body after what has been appended, with `error`: a read that reaches the end throws it.
+    package func fail(_ error: any Error) {
+        end(.failed(error))
+    }
+
+    private func end(_ end: End) {
+        let wake = state.withLock { state -> Bool in
+            guard state.end == nil else { return false }
+            state.end = end
+            defer { state.readerWaits = false }
+            return state.readerWaits
+        }
+        if wake { arrived.signal() }
+    }
+
+    // MARK: The reader's side
+
+    /// Copies the next bytes of the body into `buffer`, as many as have arrived up to its size,
+    /// waiting until some have; 0 at the end of the body. Throws the transport's error once the
+    /// bytes before it are read, and `CancellationError` after ``abandon()``.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while true {
+            if let outcome = state.withLock({ $0.read(into: buffer) }) { return try outcome.get() }
+            arrived.wait()
+        }
+    }
+
+    /// Appends the rest of the body to `bytes` (the body's start, or nothing), waiting for all of it.
+    public func readAll(appendingTo bytes: inout [UInt8]) throws {
+        if let expectedBytes { bytes.reserveCapacity(expectedBytes) }
+        var piece = [UInt8](repeating: 0, count: 64 << 10)
+        while case let count = try piece.withUnsafeMutableBytes({ try read(into: $0) }), count > 0 {
+            bytes.append(contentsOf: piece[..<count])
+        }
+    }
+
+    /// Stops the body where the reader is: what is unread is freed, a transfer still running
+    /// stops, and every later read throws `CancellationError`. Any thread may call it, a waiting
+    /// read then throws at once.
+    public func abandon() {
+        let (stopping, wake) = state.withLock { state in
+            defer {
+                state.abandoned = true
+                state.chunks = []
+                state.head = 0
+                state.readerWaits = false
+            }
+            return (state.end == nil && !state.abandoned, state.readerWaits)
+        }
+        if wake { arrived.signal() }
+        if stopping { stopTransfer() }
+    }
+
+    /// The error a read threw (the transfer's failure, or `CancellationError` after ``abandon()``);
+    /// nil if no read has thrown.
+    public var failureRead: (any Error)? {
+        state.withLock { $0.failureRead }
+    }
+}
