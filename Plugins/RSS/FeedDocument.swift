@@ -53,15 +53,8 @@ public enum FeedDocument {
     /// ``entries(arriving:context:)`` in batches, as the reader built them (see ``BatchBuilder``).
     static func entryBatches(arriving body: HTTPBodyStream, context: DocumentContext) throws(FeedDocumentError) -> [[FeedEntry]] {
         do {
-            var bytes = [UInt8](repeating: 0, count: DecodedDocument.sniffedBytes)
-            var count = 0
-            while count < bytes.count {
-                let read = try bytes.withUnsafeMutableBytes { try body.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[count...])) }
-                if read == 0 { break }
-                count += read
-            }
-            bytes.removeSubrange(count...)
-            if count == DecodedDocument.sniffedBytes, let start = DecodedDocument.utf8XMLStart(bytes, contentType: context.contentType) {
+            var bytes = try body.read(upTo: DecodedDocument.sniffedBytes)
+            if bytes.count == DecodedDocument.sniffedBytes, let start = DecodedDocument.utf8XMLStart(bytes, contentType: context.contentType) {
                 let entries = try XMLEntryReader.entryBatches(first: bytes[start...], then: body, context: context)
                 if body.failureRead != nil { throw notReadInFull }
                 return entries

@@ -105,8 +105,8 @@ public struct RSSSource: SourceAdapter {
     /// A document's items in the order its pages take them, and their ids' hashes (for
     /// ``PublishedEntries``), in the same order.
     struct NewestFirst {
-        var items: [Item] = []
-        var idHashes: [UInt64] = []
+        let items: [Item]
+        let idHashes: [UInt64]
     }
 
     /// The entries' items by `published`, else `updated`, newest first; undated entries last, in
@@ -132,23 +132,22 @@ public struct RSSSource: SourceAdapter {
         keys.sort { $0.time != $1.time ? $0.time > $1.time : $0.position < $1.position }
         var rank = [Int](repeating: 0, count: count)
         for (place, key) in keys.enumerated() { rank[key.position] = place }
-        var sorted = NewestFirst()
-        sorted.idHashes = [UInt64](repeating: 0, count: count)
-        sorted.items = [Item](unsafeUninitializedCapacity: count) { items, initialized in
+        var idHashes = [UInt64](repeating: 0, count: count)
+        let items = [Item](unsafeUninitializedCapacity: count) { items, initialized in
             var position = 0
             for batch in batches {
                 batch.withUnsafeBufferPointer { entries in
                     for index in entries.indices {
                         let place = rank[position]
                         (items.baseAddress! + place).initialize(to: entries[index].item)
-                        sorted.idHashes[place] = entries[index].idHash
+                        idHashes[place] = entries[index].idHash
                         position += 1
                     }
                 }
             }
             initialized = count
         }
-        return sorted
+        return NewestFirst(items: items, idHashes: idHashes)
     }
 
     /// `"B.P"`: batch B, page P; nil (page 1) is batch 1, page 1.

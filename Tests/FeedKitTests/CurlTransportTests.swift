@@ -91,14 +91,7 @@ import TestSupport
 
     /// The first `count` bytes of `body`, or as many as there are; nil when a read throws.
     static func read(_ count: Int, of body: HTTPBodyStream) -> [UInt8]? {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var read = 0
-        while read < count {
-            guard let more = try? bytes.withUnsafeMutableBytes({ try body.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[read...])) }) else { return nil }
-            if more == 0 { break }
-            read += more
-        }
-        return Array(bytes[..<read])
+        try? body.read(upTo: count)
     }
 
     static func streamingGet(_ upstream: LoopbackUpstream, timeout: Duration = .seconds(10), read: @escaping @Sendable (HTTPResponse, HTTPBodyStream) -> [UInt8]?) async throws(SourceError) -> [UInt8]? {

@@ -202,7 +202,7 @@ private enum Reply: Sendable {
         switch self {
         case .whole(let continuation): continuation.resume(with: result)
         case .streamed(let continuation, _):
-            continuation.resume(with: result.map { HTTPStreamedResponse(status: $0.status, headers: $0.headers, body: HTTPBodyStream(whole: $0.body)) })
+            continuation.resume(with: result.map(HTTPStreamedResponse.init(whole:)))
         }
     }
 }

@@ -143,6 +143,19 @@ public final class HTTPBodyStream: Sendable {
         }
     }
 
+    /// The body's next `count` bytes, or fewer if it ends first, waiting for them.
+    public func read(upTo count: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let read = try bytes.withUnsafeMutableBytes { try self.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
+            if read == 0 { break }
+            filled += read
+        }
+        bytes.removeSubrange(filled...)
+        return bytes
+    }
+
     /// Appends the rest of the body to `bytes` (the body's start, or nothing), waiting for all of it.
     public func readAll(appendingTo bytes: inout [UInt8]) throws {
         if let expectedBytes { bytes.reserveCapacity(expectedBytes) }

@@ -91,6 +91,11 @@ public struct HTTPStreamedResponse: Sendable {
         self.headers = headers
         self.body = body
     }
+
+    /// `response`, whose body has arrived whole, as a stream to read.
+    public init(whole response: HTTPResponse) {
+        self.init(status: response.status, headers: response.headers, body: HTTPBodyStream(whole: response.body))
+    }
 }
 
 /// Performs HTTP GETs: the seam between network adapters and the network.
@@ -119,7 +124,6 @@ extension HTTPTransport {
 
     /// The response of ``send(_:timeout:)``, whose body has arrived whole.
     public func open(_ request: HTTPRequest, timeout: Duration) async throws -> HTTPStreamedResponse {
-        let response = try await send(request, timeout: timeout)
-        return HTTPStreamedResponse(status: response.status, headers: response.headers, body: HTTPBodyStream(whole: response.body))
+        HTTPStreamedResponse(whole: try await send(request, timeout: timeout))
     }
 }
