@@ -44,8 +44,7 @@ final class LineCounter {
                 guard count > 0 else { continue }
                 let now = ContinuousClock.now
                 byteCounts[index] += count
-                var newlines = 0
-                for byte in buffer[0..<count] where byte == UInt8(ascii: "\n") { newlines += 1 }
+                let newlines = Self.newlines(in: buffer, count: count)
                 for line in (lineCounts[index] + 1)..<(lineCounts[index] + 1 + newlines) {
                     let previous = lineCompletions[line]?.count ?? 0
                     lineCompletions[line] = (previous + 1, now)
@@ -56,6 +55,22 @@ final class LineCounter {
             }
         }
         return true
+    }
+
+    /// The line breaks among the first `count` bytes of `bytes`, found with `memchr`. A loop over
+    /// the bytes took 97% of `read`'s samples and 17% of all of a fan-out run's (`perf record` of
+    /// the benchmark and its servers), on the two cores the reader shares with the writers it measures.
+    private static func newlines(in bytes: [UInt8], count: Int) -> Int {
+        bytes.withUnsafeBytes { buffer in
+            var found = 0
+            var cursor = buffer.baseAddress!
+            let end = cursor + count
+            while cursor < end, let hit = memchr(cursor, Int32(UInt8(ascii: "\n")), end - cursor) {
+                found += 1
+                cursor = UnsafeRawPointer(hit) + 1
+            }
+            return found
+        }
     }
 }
 
