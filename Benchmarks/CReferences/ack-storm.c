@@ -15,12 +15,15 @@
 // send to the whole reply read:
 //   feedd: {"op":"next","feed":"users"}, a feed with prefetch that is not part of the storm.
 //   redis: XRANGE users N-0 N-0, the stream "users" of the same pages, one entry each.
+// And one more, the pinger, on a thread of its own, sends the cheapest request there is every
+// millisecond and times it the same way: feedd {"op":"ping"}, Redis PING. It is the issue's
+// fairness figure, with Redis's own in its own storm beside it.
 // USERS is the file of that feed, one user record a line, PAGE_SIZE records a page.
 // Sets up first (feedd: reads each hello, subscribes each consumer and takes the reader's first
 // page; redis: adds ENTRIES entries 1-0… to "numbers", the pages of USERS to "users", and makes
 // the groups), storms WARMUP seconds untimed, prints "start", storms SECONDS more and prints
-// "stop ROUNDS ELAPSED" (rounds completed in the window), then "reader SAMPLES P50 P99 MAX" (the
-// reader's round trips in the window, ms), and exits.
+// "stop ROUNDS ELAPSED" (rounds completed in the window), then "reader SAMPLES P50 P99 MAX" and
+// "pinger SAMPLES P50 P99 MAX" (their round trips in the window, ms), and exits.
 // Usage: ack-storm feedd|redis|redis-cursor SOCKET CONSUMERS WARMUP SECONDS ENTRIES USERS PAGE_SIZE
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -48,15 +51,20 @@ struct connection {
 
 static int isRedis, isCursor;
 
-// The reader: `timing` and `stop` are set by the storm's thread, the rest is the reader thread's
-// once it starts (`pages`, the entries of "users", is set before) until it is joined.
-static struct {
+// A connection on a thread of its own that times one request after another, `pause` apart: the
+// reader (pages) and the pinger (pings). Its fields are its thread's once it starts until it is
+// joined; `recording` and `stopping` are set by the storm's thread.
+struct timer {
     struct connection connection;
-    int pages;
-    atomic_int timing, stop;
+    long pauseNanoseconds;
     double *latencies;
     size_t count, capacity;
-} reader;
+};
+
+static struct timer reader = {.pauseNanoseconds = 10 * 1000 * 1000}, pinger = {.pauseNanoseconds = 1000 * 1000};
+// The entries of "users" (Redis), set before the timers start.
+static int readerPages;
+static atomic_int recording, stopping;
 
 static void fail(const char *what, const char *detail) {
     // A reply is shown up to its first line end.
@@ -217,7 +225,7 @@ static int addPages(struct connection *connection, const char *path, int pageSiz
 static void setUp(struct connection *connections, int consumers, int entries, const char *users, int pageSize) {
     char request[1 << 16], name[32], number[32];
     if (isRedis) {
-        reader.pages = addPages(&connections[0], users, pageSize);
+        readerPages = addPages(&connections[0], users, pageSize);
         // The entries, then a group per consumer, pipelined in batches from the first connection.
         for (int first = 1; first <= entries; first += 500) {
             int length = 0, batch = 0;
@@ -244,6 +252,7 @@ static void setUp(struct connection *connections, int consumers, int entries, co
     // The reader's hello, then its first page (an anonymous subscription's `subscribed` first).
     static const char firstPage[] = "{\"op\":\"next\",\"feed\":\"users\"}\n";
     awaitReplies(&reader.connection, 1);
+    awaitReplies(&pinger.connection, 1);
     sendAll(reader.connection.socket, firstPage, sizeof firstPage - 1);
     awaitReplies(&reader.connection, 2);
     for (int consumer = 0; consumer < consumers; consumer++) {
@@ -253,29 +262,31 @@ static void setUp(struct connection *connections, int consumers, int entries, co
     for (int consumer = 0; consumer < consumers; consumer++) awaitReplies(&connections[consumer], 1);
 }
 
-// The reader thread: a page every 10 ms until told to stop, each round trip timed.
-static void *readPages(void *unused) {
-    (void)unused;
+// The timed request number `index` (from 1) of `timer` into `request`; returns its length.
+static int timedRequest(const struct timer *timer, int index, char *request) {
+    if (timer == &pinger) return sprintf(request, isRedis ? "PING\r\n" : "{\"op\":\"ping\"}\n");
+    if (!isRedis) return sprintf(request, "{\"op\":\"next\",\"feed\":\"users\"}\n");
+    char id[32];
+    snprintf(id, sizeof id, "%d-0", (index - 1) % readerPages + 1);
+    const char *range[] = {"XRANGE", "users", id, id};
+    return command(request, 4, range);
+}
+
+// A timer's thread: a request every `pause` until told to stop, each round trip timed.
+static void *timeRequests(void *argument) {
+    struct timer *timer = argument;
     char request[128];
-    const struct timespec pause = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
-    for (int page = 1; !atomic_load(&reader.stop); page++) {
+    const struct timespec pause = {.tv_sec = 0, .tv_nsec = timer->pauseNanoseconds};
+    for (int index = 1; !atomic_load(&stopping); index++) {
         nanosleep(&pause, NULL);
-        int length;
-        if (isRedis) {
-            char id[32];
-            snprintf(id, sizeof id, "%d-0", (page - 1) % reader.pages + 1);
-            const char *range[] = {"XRANGE", "users", id, id};
-            length = command(request, 4, range);
-        } else {
-            length = sprintf(request, "{\"op\":\"next\",\"feed\":\"users\"}\n");
-        }
+        int length = timedRequest(timer, index, request);
         double sent = now();
-        sendAll(reader.connection.socket, request, (size_t)length);
-        awaitReplies(&reader.connection, 1);
+        sendAll(timer->connection.socket, request, (size_t)length);
+        awaitReplies(&timer->connection, 1);
         double took = now() - sent;
-        if (!atomic_load(&reader.timing)) continue;
-        if (reader.count == reader.capacity) reader.latencies = realloc(reader.latencies, (reader.capacity = 2 * reader.capacity + 1024) * sizeof(double));
-        reader.latencies[reader.count++] = took * 1e3;
+        if (!atomic_load(&recording)) continue;
+        if (timer->count == timer->capacity) timer->latencies = realloc(timer->latencies, (timer->capacity = 2 * timer->capacity + 1024) * sizeof(double));
+        timer->latencies[timer->count++] = took * 1e3;
     }
     return NULL;
 }
@@ -292,6 +303,15 @@ static double quantile(const double *sorted, size_t count, double fraction) {
     size_t index = (size_t)position;
     if ((double)index < position) index += 1;
     return sorted[index < count ? index : count - 1];
+}
+
+// Prints "NAME SAMPLES P50 P99 MAX" of the timer's round trips (ms).
+static void report(const char *name, struct timer *timer) {
+    if (timer->count == 0) fail("a timer timed nothing", name);
+    qsort(timer->latencies, timer->count, sizeof(double), ascending);
+    printf("%s %zu %.6f %.6f %.6f\n", name, timer->count, quantile(timer->latencies, timer->count, 0.5),
+        quantile(timer->latencies, timer->count, 0.99), timer->latencies[timer->count - 1]);
+    fflush(stdout);
 }
 
 static int connectTo(const char *path) {
@@ -314,9 +334,12 @@ int main(int argc, char **argv) {
     struct connection *connections = calloc((size_t)consumers, sizeof *connections);
     for (int consumer = 0; consumer < consumers; consumer++) connections[consumer].socket = connectTo(argv[2]);
     reader.connection.socket = connectTo(argv[2]);
+    pinger.connection.socket = connectTo(argv[2]);
     setUp(connections, consumers, entries, argv[7], atoi(argv[8]));
-    pthread_t readerThread;
-    if (pthread_create(&readerThread, NULL, readPages, NULL) != 0) fail("pthread_create", NULL);
+    pthread_t readerThread, pingerThread;
+    if (pthread_create(&readerThread, NULL, timeRequests, &reader) != 0 || pthread_create(&pingerThread, NULL, timeRequests, &pinger) != 0) {
+        fail("pthread_create", NULL);
+    }
 
     int events = epoll_create1(0);
     for (int consumer = 0; consumer < consumers; consumer++) {
@@ -332,7 +355,7 @@ int main(int argc, char **argv) {
     for (double time = started; time < stop; time = now()) {
         if (!timing && time >= started + warmup) {
             timing = 1;
-            atomic_store(&reader.timing, 1);
+            atomic_store(&recording, 1);
             windowStart = time;
             printf("start\n");
             fflush(stdout);
@@ -354,15 +377,13 @@ int main(int argc, char **argv) {
             sendRound(connection, consumer);
         }
     }
-    atomic_store(&reader.timing, 0);
+    atomic_store(&recording, 0);
     printf("stop %ld %.6f\n", rounds, now() - windowStart);
     fflush(stdout);
-    atomic_store(&reader.stop, 1);
+    atomic_store(&stopping, 1);
     pthread_join(readerThread, NULL);
-    if (reader.count == 0) fail("the reader timed no page", NULL);
-    qsort(reader.latencies, reader.count, sizeof(double), ascending);
-    printf("reader %zu %.6f %.6f %.6f\n", reader.count, quantile(reader.latencies, reader.count, 0.5),
-        quantile(reader.latencies, reader.count, 0.99), reader.latencies[reader.count - 1]);
-    fflush(stdout);
+    pthread_join(pingerThread, NULL);
+    report("reader", &reader);
+    report("pinger", &pinger);
     return 0;
 }

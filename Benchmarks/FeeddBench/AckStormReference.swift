@@ -18,13 +18,27 @@ enum AckStormReference {
         /// The server's CPU time per ack, all threads (µs).
         let cpuPerAck: Double
         /// One more connection's round trips for a ready page of about 5 KB, one every 10 ms
-        /// (feedd: `next` of a prefetched feed; Redis: `XRANGE` of one entry), in ms.
-        let readerP50: Double
-        let readerP99: Double
-        let readerMax: Double
-        let readerSamples: Int
+        /// (feedd: `next` of a prefetched feed; Redis: `XRANGE` of one entry).
+        let reader: RoundTrips
+        /// Another connection's `ping` (Redis: `PING`), one every millisecond.
+        let pinger: RoundTrips
 
         var acksPerSync: Double? { syncsPerSecond.map { acksPerSecond / $0 } }
+    }
+
+    /// A timed connection's round trips in the window, in ms, as the client printed them.
+    struct RoundTrips {
+        let samples: Int
+        let p50: Double
+        let p99: Double
+        let slowest: Double
+
+        /// From the client's line "NAME SAMPLES P50 P99 MAX"; nil if it is not that.
+        init?(line: String) {
+            let fields = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+            guard fields.count == 4 else { return nil }
+            (samples, p50, p99, slowest) = (Int(fields[0]), fields[1], fields[2], fields[3])
+        }
     }
 
     /// What a Redis consumer does each round (see ack-storm.c).
@@ -58,7 +72,8 @@ enum AckStormReference {
                 recordStorm(redis, as: mode.label, record)
                 record("ack storm, one C client: feedd / \(mode.label) acks/s", "×", feedd.acksPerSecond / redis.acksPerSecond)
                 record("ack storm, one C client: feedd / \(mode.label) CPU per ack", "×", feedd.cpuPerAck / redis.cpuPerAck)
-                record("ack storm, one C client: feedd / \(mode.label) one reader's p99", "×", feedd.readerP99 / redis.readerP99)
+                record("ack storm, one C client: feedd / \(mode.label) one reader's p99", "×", feedd.reader.p99 / redis.reader.p99)
+                record("ack storm, one C client: feedd / \(mode.label) ping p99", "×", feedd.pinger.p99 / redis.pinger.p99)
             case .failure(let reason):
                 return reason.description
             }
@@ -75,11 +90,14 @@ enum AckStormReference {
         }
         record("\(name): bytes written to disk per ack", "B", storm.bytesPerAck)
         record("\(name): CPU per ack, all threads", "µs", storm.cpuPerAck)
-        let reader = "\(name): one reader, a ready page every 10 ms (feedd next, Redis XRANGE)"
-        record("\(reader): p50", "ms", storm.readerP50)
-        record("\(reader): p99", "ms", storm.readerP99)
-        record("\(reader): slowest", "ms", storm.readerMax)
-        record("\(reader): timed", "count", Double(storm.readerSamples))
+        for (label, trips) in [
+            ("one reader, a ready page every 10 ms (feedd next, Redis XRANGE)", storm.reader), ("a ping every 1 ms (feedd ping, Redis PING)", storm.pinger),
+        ] {
+            record("\(name): \(label): p50", "ms", trips.p50)
+            record("\(name): \(label): p99", "ms", trips.p99)
+            record("\(name): \(label): slowest", "ms", trips.slowest)
+            record("\(name): \(label): timed", "count", Double(trips.samples))
+        }
     }
 
     static func feedd() throws -> Storm {
@@ -142,13 +160,20 @@ enum AckStormReference {
         let syncsPerSecond = syncs.syncsPerSecond()
         let fields = stop.split(separator: " ").dropFirst().compactMap { Double($0) }
         guard fields.count == 2, fields[0] > 0, fields[1] > 0 else { throw TestFailure("the ack-storm client (\(mode)) said \(stop): \(problems.text)") }
-        let readerLine = try lines.waitForLine(containing: "reader", timeout: .seconds(30))
-        let reader = readerLine.split(separator: " ").dropFirst().compactMap { Double($0) }
-        guard reader.count == 4 else { throw TestFailure("the ack-storm client (\(mode)) said \(readerLine): \(problems.text)") }
+        func roundTrips(_ name: String) throws -> RoundTrips {
+            let line: String
+            do {
+                line = try lines.waitForLine(containing: name, timeout: .seconds(30))
+            } catch {
+                throw TestFailure("the ack-storm client (\(mode)) gave no \(name) line: \(problems.text)")
+            }
+            guard let trips = RoundTrips(line: line) else { throw TestFailure("the ack-storm client (\(mode)) said \(line): \(problems.text)") }
+            return trips
+        }
         return Storm(
             acksPerSecond: fields[0] / fields[1], syncsPerSecond: syncsPerSecond,
             bytesPerAck: (after.writtenBytes - before.writtenBytes) / fields[0], cpuPerAck: (after.cpuSeconds - before.cpuSeconds) * 1e6 / fields[0],
-            readerP50: reader[1], readerP99: reader[2], readerMax: reader[3], readerSamples: Int(reader[0]))
+            reader: try roundTrips("reader"), pinger: try roundTrips("pinger"))
     }
 }
 

@@ -5,9 +5,16 @@ import TestSupport
 
 /// Redis pub/sub over a Unix socket, fed the same page bytes, as the yardstick for fan-out.
 enum RedisReference {
-    /// Bytes per second delivered to `subscribers` for `messages` publishes of `payload`, or nil
-    /// with a reason when redis-server is not installed.
-    static func fanOut(subscribers: Int, messages: Int, payload: [UInt8]) throws -> Result<Double, SkipReason> {
+    struct FanOut {
+        let bytesPerSecond: Double
+        /// Another connection's `PING` round trip meanwhile, p99 in ms: Redis's own fairness in
+        /// the same load, feedd's `ping` figure's peer.
+        let pingP99: Double
+    }
+
+    /// Bytes per second delivered to `subscribers` for `messages` publishes of `payload`, or a
+    /// reason when redis-server is not installed.
+    static func fanOut(subscribers: Int, messages: Int, payload: [UInt8]) throws -> Result<FanOut, SkipReason> {
         guard let server = serverPath else {
             return .failure(SkipReason(description: "redis-server is not installed (apt-get install redis-server)"))
         }
@@ -29,14 +36,16 @@ enum RedisReference {
         let message = Array("*3\r\n$7\r\nmessage\r\n$5\r\nbench\r\n$\(payload.count)\r\n".utf8) + payload + Array("\r\n".utf8)
         let publisher = try FeedConnection(path: socketPath)
         let publish = command(["PUBLISH", "bench"], payload: payload)
+        let pinger = try PingTimer(redisAt: socketPath)
         let started = ContinuousClock.now
         for _ in 0..<messages { try publisher.sendRaw(publish) }
         guard counter.read(bytes: subscribeReply.count + messages * message.count, deadline: .now + .seconds(120)) else {
             throw TestFailure("Redis fan-out timed out")
         }
         let elapsed = (ContinuousClock.now - started).seconds
+        let pings = pinger.stop()
         withExtendedLifetime((connections, publisher)) {}
-        return .success(Double(subscribers * messages * message.count) / elapsed)
+        return .success(FanOut(bytesPerSecond: Double(subscribers * messages * message.count) / elapsed, pingP99: quantile(pings, 0.99)))
     }
 
     /// Where redis-server is installed, if it is.

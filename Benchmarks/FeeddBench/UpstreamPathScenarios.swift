@@ -186,14 +186,30 @@ final class PingTimer: @unchecked Sendable {
     private var running = true
     private let finished = DispatchSemaphore(value: 0)
 
-    init(_ daemon: DaemonProcess) throws {
+    /// Times feedd's `ping`.
+    convenience init(_ daemon: DaemonProcess) throws {
+        try self.init(timing: daemon.connect()) { _ = try $0.request("ping") }
+    }
+
+    /// Times Redis's `PING` on a connection to its socket at `path`.
+    convenience init(redisAt path: String) throws {
+        let ping = Array("PING\r\n".utf8)
+        try self.init(timing: FeedConnection(path: path)) { connection in
+            try connection.sendRaw(ping)
+            guard try connection.readLine() != nil else { throw TestFailure("Redis closed the PING connection") }
+        }
+    }
+
+    /// Times `roundTrip` on `client`, once a millisecond.
+    private init<Client>(timing client: Client, _ roundTrip: @escaping (Client) throws -> Void) {
         // The thread is the connection's only user from here on.
-        nonisolated(unsafe) let client = try daemon.connect()
+        nonisolated(unsafe) let client = client
+        nonisolated(unsafe) let roundTrip = roundTrip
         Thread.detachNewThread { [self] in
             defer { finished.signal() }
             while lock.withLock({ running }) {
                 let started = ContinuousClock.now
-                guard (try? client.request("ping")) != nil else { return }
+                guard (try? roundTrip(client)) != nil else { return }
                 let elapsed = (ContinuousClock.now - started).milliseconds
                 lock.withLock { samples.append(elapsed) }
                 usleep(1_000)
