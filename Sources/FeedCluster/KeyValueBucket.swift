@@ -23,23 +23,51 @@ public struct KeyValueBucket: Sendable {
     /// any replica answers (libnats's `kvStore_Get` uses one on buckets that allow it): a replica
     /// that is cut off or catching up would answer without writes the fleet already confirmed.
     public func entry(_ key: String) async throws(NATSError) -> Entry? {
-        guard let message = try await client.lastMessage(stream: "KV_\(name)", subject: "$KV.\(name).\(key)", from: .leader) else { return nil }
-        // A deletion is a message too, marked by its header.
-        let operation = message.headers["KV-Operation"]
-        guard operation != "DEL", operation != "PURGE" else { return nil }
+        guard let message = try await lastMessage(of: key), !Self.isDeletion(message) else { return nil }
         return Entry(key: key, value: message.payload, revision: message.sequence, isPresent: true)
     }
 
     /// Writes `value` only if `key` has no value (never written, or deleted); returns the revision.
     /// Throws ``NATSError/Code/conflict`` if it has one.
+    ///
+    /// Not libnats's `kvStore_Create`: when the key holds a message, that one reads the key with a
+    /// direct get to see whether the message is a deletion, and a replica that missed the key's
+    /// writes (one cut off a moment ago and not caught up) answers "not found". That answer wipes
+    /// the thread's error text, so the refusal came back as a failure without words, not as a
+    /// conflict: an instance on that replica's server could acquire no lease that any instance
+    /// held before, took the fleet for unreachable and served alone, over and over, fetching the
+    /// first page of a new local generation every second after the cluster had healed.
     public func create(_ key: String, value: [UInt8]) async throws(NATSError) -> UInt64 {
-        try await write("create", key, value) { kvStore_Create($0, $1, key, $2, $3) }
+        do {
+            // Revision 0: the stream must hold no message for the key at all.
+            return try await update(key, to: value, expecting: 0, action: "create")
+        } catch where error.code == .conflict {
+            // A deleted key still holds its deletion, which the stream's leader tells.
+            guard let last = try await lastMessage(of: key), Self.isDeletion(last) else { throw error }
+            return try await update(key, to: value, expecting: last.sequence, action: "create")
+        }
     }
 
     /// Writes `value` only if `revision` is still the key's latest; returns the new revision.
     /// Throws ``NATSError/Code/conflict`` if another write came first.
     public func update(_ key: String, to value: [UInt8], expecting revision: UInt64) async throws(NATSError) -> UInt64 {
-        try await write("update", key, value) { kvStore_Update($0, $1, key, $2, $3, revision) }
+        try await update(key, to: value, expecting: revision, action: "update")
+    }
+
+    /// `kvStore_Update`, which with revision 0 expects no message for the key at all.
+    private func update(_ key: String, to value: [UInt8], expecting revision: UInt64, action: String) async throws(NATSError) -> UInt64 {
+        try await write(action, key, value) { kvStore_Update($0, $1, key, $2, $3, revision) }
+    }
+
+    /// The key's last message, a deletion or a value, as the bucket's stream leader has it.
+    private func lastMessage(of key: String) async throws(NATSError) -> NATSClient.Message? {
+        try await client.lastMessage(stream: "KV_\(name)", subject: "$KV.\(name).\(key)", from: .leader)
+    }
+
+    /// Whether `message` deletes its key (a deletion is a message too, marked by its header).
+    private static func isDeletion(_ message: NATSClient.Message) -> Bool {
+        let operation = message.headers["KV-Operation"]
+        return operation == "DEL" || operation == "PURGE"
     }
 
     /// Writes `value` whatever the key held; returns the new revision.

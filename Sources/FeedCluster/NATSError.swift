@@ -62,9 +62,12 @@ public struct NATSError: Error, Sendable, CustomStringConvertible {
     /// Must be called on the thread that made the call: libnats keeps its last error text per
     /// thread, and that text is what tells a lost compare-and-set from other server errors.
     init(status: natsStatus, operation: String, serverError: jsErrCode = jsErrCode(rawValue: 0)) {
-        var text = nats_GetLastError(nil).map { String(cString: $0) } ?? String(cString: natsStatus_GetText(status))
+        var text = nats_GetLastError(nil).map { String(cString: $0) } ?? ""
         // libnats starts its messages with its own source location, "(opts.c:380): ".
         if text.hasPrefix("("), let end = text.range(of: "): ") { text = String(text[end.upperBound...]) }
+        // A libnats call that looks something up after a failure clears the text when it finds
+        // nothing (kvStore_Create did): the failure then has only its status to say what it was.
+        if text.isEmpty { text = String(cString: natsStatus_GetText(status)) }
         self.operation = operation
         self.reason = text
         code = Self.code(of: status, text: text, serverError: serverError)
