@@ -18,8 +18,8 @@ import Glibc
 /// that saves the `epoll_ctl` of every request (3% of the main thread in an ack storm, one call
 /// per round trip). A turn serves at most ``TurnOrder/descriptorsPerTurn`` sockets with something
 /// to read, those served least recently first, so a client that asks rarely is answered within a
-/// turn even while a thousand others keep their sockets busy; then sockets that only write, for
-/// at most ``TurnOrder/writingPerTurn``. Output queued outside a socket's turn is written in a
+/// turn even while a thousand others keep their sockets busy; then sockets that only write; each
+/// for at most ``TurnOrder/timePerTurn``. Output queued outside a socket's turn is written in a
 /// turn of its own (``serveWrite(_:)``), so all the loop's socket work is under those bounds.
 ///
 /// (Level-triggered interest did the same with less code, but every turn's `epoll_wait` then
@@ -161,6 +161,7 @@ public final class EventLoop {
         nextToken += 1
         watched[registration.token] = Watched(
             descriptor: descriptor, handler: handler, interest: interest, isArmed: true, isEdgeTriggered: edgeTriggered)
+        order.register(registration.token)
         control(EPOLL_CTL_ADD, registration.token, descriptor, interest, edgeTriggered: edgeTriggered)
         return registration
     }
@@ -242,11 +243,9 @@ public final class EventLoop {
                     order.add(token, events: reported)
                 }
             }
-            for (token, events) in order.nextTurn() {
+            order.startTurn()
+            while let (token, events) = order.next() {
                 // A handler earlier in the turn may have closed this one.
-                serve(token, events)
-            }
-            while let (token, events) = order.nextWriter() {
                 serve(token, events)
             }
         }
@@ -260,28 +259,29 @@ public final class EventLoop {
     }
 }
 
-/// The sockets waiting for their turn, and which of them each turn serves: first at most
-/// ``descriptorsPerTurn`` sockets with something to read, then sockets that only have output to
-/// write (room reported by epoll, or output queued outside their own turn, ``EventLoop/serveWrite(_:)``)
-/// for at most ``writingPerTurn`` of the clock, at least one. In each line the least recently
-/// served go first (among those, the first reported first). A socket served goes back to epoll,
-/// and comes back here when it is ready again, behind every socket that waited longer since its
-/// last turn.
+/// The sockets waiting for their turn, and which of them each turn serves: first sockets with
+/// something to read, at most ``descriptorsPerTurn`` of them, then sockets that only have output
+/// to write (room reported by epoll, or output queued outside their own turn,
+/// ``EventLoop/serveWrite(_:)``); each of the two for at most ``timePerTurn`` of the clock once it
+/// has served one. In each line the least recently served go first (among those, the first
+/// reported first); a new connection counts as served when it connected. A socket served goes
+/// back to epoll, and comes back here when it is ready again, behind every socket that waited
+/// longer since its last turn.
 ///
 /// Serving in the order epoll reports would queue a client that sends one request behind every
 /// busy client ready before it: with a thousand consumers acking, a prefetched `next` waited
 /// 25 ms. Here it waits for at most one turn, since a client that was not served lately goes
 /// first. Busy clients still all get their turn: each one served goes to the back.
 ///
-/// Writes are bounded by time, not by count: one socket's write costs from a hundred bytes (an
-/// ack's answer) to a socket buffer's worth (a follower catching up on 22 KB pages), and a
-/// thousand followers written in one turn held a `ping` up for tens of milliseconds. A socket is
-/// served at most once a turn in each line.
+/// Turns are bounded by time as well as count: one socket's turn costs from a hundred bytes
+/// written (an ack's answer) to a socket buffer's worth (a follower catching up on 22 KB pages,
+/// a new follower's first window), and a thousand followers written in one turn held a `ping`
+/// up for tens of milliseconds. A socket is served at most once a turn in each line.
 struct TurnOrder {
     /// Sockets with something to read one turn serves at most before the loop looks for newly ready ones.
     static let descriptorsPerTurn = 16
-    /// How long a turn goes on serving sockets that only write, once it has served one.
-    static let writingPerTurn: Duration = .microseconds(200)
+    /// How long a turn goes on serving the sockets of one line once it has served one of them.
+    static let timePerTurn: Duration = .microseconds(200)
 
     private struct Place: Comparable {
         /// The turn the socket was last served in (never: 0, first in line).
@@ -293,8 +293,16 @@ struct TurnOrder {
         static func < (a: Place, b: Place) -> Bool { (a.lastServed, a.arrival) < (b.lastServed, b.arrival) }
     }
 
+    /// Where the current turn is: serving readers (how many so far, since when), or writers.
+    private enum Phase {
+        case reading(served: Int, since: ContinuousClock.Instant?)
+        case writing(since: ContinuousClock.Instant?)
+        case over
+    }
+
     private let now: () -> ContinuousClock.Instant
     private var turns: UInt64 = 0
+    private var phase = Phase.over
     private var arrivals: UInt64 = 0
     private var lastServed: [UInt64: UInt64] = [:]
     /// What was reported for each waiting socket.
@@ -304,10 +312,8 @@ struct TurnOrder {
     /// the readers' line, stays until it surfaces, and is skipped then (tokens are never reused).
     private var readers = MinHeap<Place>()
     private var writers = MinHeap<Place>()
-    /// When the current turn served its first writing socket.
-    private var writingStarted: ContinuousClock.Instant?
 
-    /// An order whose writing budget is measured on `now` (a test's own clock).
+    /// An order whose turns are timed on `now` (a test's own clock).
     init(now: @escaping () -> ContinuousClock.Instant = { ContinuousClock.now }) {
         self.now = now
     }
@@ -315,6 +321,13 @@ struct TurnOrder {
     var isEmpty: Bool { waiting.isEmpty }
 
     private static func onlyWrites(_ events: UInt32) -> Bool { events & ~EventLoop.Interest.writable.rawValue == 0 }
+
+    /// A new socket: it waits behind the sockets already waiting, as one served now would. (Taken
+    /// as never served, a thousand followers connecting at once, each with a window of pages to
+    /// write in its first turn, all went ahead of a client waiting for a `pong`.)
+    mutating func register(_ token: UInt64) {
+        lastServed[token] = turns
+    }
 
     /// Queues a socket epoll reported, or one with output to write; a socket already waiting
     /// keeps its place, unless it only had output and now has something to read too: then it
@@ -338,44 +351,62 @@ struct TurnOrder {
         return Place(lastServed: lastServed[token] ?? 0, arrival: arrivals, token: token)
     }
 
-    /// Starts a turn: the sockets with something to read to serve now, in order, with what was
-    /// reported for each; marks them served. ``nextWriter()`` gives the writing ones after them.
-    mutating func nextTurn() -> [(token: UInt64, events: UInt32)] {
+    /// Starts a turn; ``next()`` then gives its sockets one by one.
+    mutating func startTurn() {
         turns += 1
-        writingStarted = nil
-        guard !waiting.isEmpty else { return [] }
-        var chosen: [(token: UInt64, events: UInt32)] = []
-        while chosen.count < Self.descriptorsPerTurn, let place = readers.popFirst() {
-            guard let events = waiting[place.token], !Self.onlyWrites(events) else { continue }
-            waiting[place.token] = nil
-            lastServed[place.token] = turns
-            chosen.append((place.token, events))
+        phase = .reading(served: 0, since: nil)
+    }
+
+    /// The next socket to serve in the turn, with what was reported for it, marked served; nil
+    /// once the turn is over.
+    mutating func next() -> (token: UInt64, events: UInt32)? {
+        if case .reading(let served, let since) = phase {
+            let time = now()
+            if served < Self.descriptorsPerTurn, since.map({ time - $0 < Self.timePerTurn }) ?? true,
+                let socket = take(reading: true)
+            {
+                phase = .reading(served: served + 1, since: since ?? time)
+                return socket
+            }
+            phase = .writing(since: nil)
         }
+        guard case .writing(let since) = phase else { return nil }
+        let time = now()
+        guard since.map({ time - $0 < Self.timePerTurn }) ?? true, let socket = take(reading: false) else {
+            phase = .over
+            return nil
+        }
+        phase = .writing(since: since ?? time)
+        return socket
+    }
+
+    /// Every socket of a turn, for a caller that serves them all at once (a test).
+    mutating func nextTurn() -> [(token: UInt64, events: UInt32)] {
+        startTurn()
+        var chosen: [(token: UInt64, events: UInt32)] = []
+        while let socket = next() { chosen.append(socket) }
         return chosen
     }
 
-    /// The next socket of this turn that only writes, with what was reported for it; nil once the
-    /// turn has spent ``writingPerTurn`` on them, or every one waiting was served in this turn.
-    mutating func nextWriter() -> (token: UInt64, events: UInt32)? {
-        let time = now()
-        if let writingStarted {
-            guard time - writingStarted < Self.writingPerTurn else { return nil }
-        } else {
-            writingStarted = time
-        }
-        while let place = writers.first {
-            // The line is by last turn: if its first was served in this turn, so were all the rest.
-            guard let events = waiting[place.token], Self.onlyWrites(events) else {
-                _ = writers.popFirst()
+    /// The first socket of the readers' or the writers' line still waiting there and not served in this turn.
+    private mutating func take(reading: Bool) -> (token: UInt64, events: UInt32)? {
+        while let place = reading ? readers.first : writers.first {
+            guard let events = waiting[place.token], Self.onlyWrites(events) != reading else {
+                dropFirst(reading: reading)
                 continue
             }
+            // The line is by last turn: if its first was served in this turn, so were all the rest.
             guard place.lastServed < turns else { return nil }
-            _ = writers.popFirst()
+            dropFirst(reading: reading)
             waiting[place.token] = nil
             lastServed[place.token] = turns
             return (place.token, events)
         }
         return nil
+    }
+
+    private mutating func dropFirst(reading: Bool) {
+        _ = reading ? readers.popFirst() : writers.popFirst()
     }
 
     /// Forgets a socket the loop no longer watches.
