@@ -70,6 +70,11 @@ final class Connection: ClientHandle {
     /// Set while the socket refuses output that is waiting: the timer that ends the connection
     /// if that lasts `stall_timeout`. Nil while output flows.
     private var stallTimer: EventLoop.Timer?
+    /// Whether this connection's turn is under way (its handler runs): output queued now is
+    /// written now. Output queued outside it waits for a turn of its own (``EventLoop/serveWrite(_:)``).
+    private var isInTurn = false
+    /// Whether the loop was asked for that turn and has not served it yet.
+    private var awaitsWriteTurn = false
     private var lines: LineSplitter
     /// Input read but not yet split because reading paused mid-read, and how much of it is done;
     /// consumed from the front without copying what is left.
@@ -96,14 +101,32 @@ final class Connection: ClientHandle {
 
     func start(greeting: [UInt8]) {
         registration = loop.watch(descriptor, for: interest, edgeTriggered: true) { [unowned self] readiness in self.handle(readiness) }
-        send(greeting)
+        // The fresh socket's buffer takes it: written in the accepting turn, not one more turn each.
+        inTurn { send(greeting) }
+    }
+
+    /// Runs `work` as this connection's turn: what it queues is written before it returns.
+    private func inTurn(_ work: () -> Void) {
+        let outer = isInTurn
+        isInTurn = true
+        defer { isInTurn = outer }
+        work()
     }
 
     var isClosed: Bool { state.isClosed }
 
     private func handle(_ readiness: EventLoop.Readiness) {
-        if readiness.isReadable, state.isReading { readAvailable(readiness) }
-        if readiness.isWritable || readiness.isHangUp, stallTimer != nil, !state.isClosed { writable() }
+        // The loop has taken this socket out of its order: a write owed from now on asks anew.
+        awaitsWriteTurn = false
+        inTurn {
+            if readiness.isReadable, state.isReading { readAvailable(readiness) }
+            if readiness.isWritable || readiness.isHangUp, stallTimer != nil, !state.isClosed {
+                writable()
+            } else if readiness.isWritable {
+                // Output queued outside the turn (``serveWrite``): written now, in its turn.
+                writeHeldOutput()
+            }
+        }
         // The peer is gone and nothing is left to read from it: nothing can reach it either.
         if readiness.isHangUp, !state.isClosed, !state.isReading, stallTimer == nil { close() }
     }
@@ -296,12 +319,16 @@ final class Connection: ClientHandle {
         closeIfFinished()
     }
 
+    /// Writes what is queued, in this connection's turn; outside it, asks the loop for a turn to
+    /// write in (a page pushed to every follower in one job, an ack's answer once durable), so
+    /// that no write is done outside the bounds of a turn.
     func flush() {
         guard !state.isClosed else { return }
         // Whether or not the socket takes more now, a client whose unread answers are over the
         // bound gets no more requests read until they drain (SPEC §5, flow control).
         defer { if output.byteCount > environment.inputPauseBytes, state.pause() { updateInterest() } }
         guard stallTimer == nil, !hold.isHolding else { return }
+        guard isInTurn else { return askForWriteTurn() }
         switch output.flush(to: descriptor) {
         case .drained:
             // A client that stopped sending leaves once its last answer is out.
@@ -311,6 +338,12 @@ final class Connection: ClientHandle {
         case .failed:
             close()
         }
+    }
+
+    private func askForWriteTurn() {
+        guard !awaitsWriteTurn, !output.isEmpty, let registration else { return }
+        awaitsWriteTurn = true
+        loop.serveWrite(registration)
     }
 
     /// The socket is full: watch for room, and end the connection if none comes within

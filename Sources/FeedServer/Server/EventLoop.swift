@@ -16,10 +16,11 @@ import Glibc
 /// (``watch(_:for:edgeTriggered:handler:)``): it stays armed, epoll reports it again only when
 /// something new arrives, and a handler that leaves input unread says so (``serveAgain(_:)``);
 /// that saves the `epoll_ctl` of every request (3% of the main thread in an ack storm, one call
-/// per round trip). A turn serves every socket that only has room to write, and at most
-/// ``TurnOrder/descriptorsPerTurn`` sockets with something to read, those served least recently
-/// first, so a client that asks rarely is answered within a turn even while a thousand others
-/// keep their sockets busy.
+/// per round trip). A turn serves at most ``TurnOrder/descriptorsPerTurn`` sockets with something
+/// to read, those served least recently first, so a client that asks rarely is answered within a
+/// turn even while a thousand others keep their sockets busy; then sockets that only write; each
+/// for at most ``TurnOrder/timePerTurn``. Output queued outside a socket's turn is written in a
+/// turn of its own (``serveWrite(_:)``), so all the loop's socket work is under those bounds.
 ///
 /// (Level-triggered interest did the same with less code, but every turn's `epoll_wait` then
 /// reported every socket still waiting for its turn again: with a thousand consumers acking, the
@@ -160,6 +161,7 @@ public final class EventLoop {
         nextToken += 1
         watched[registration.token] = Watched(
             descriptor: descriptor, handler: handler, interest: interest, isArmed: true, isEdgeTriggered: edgeTriggered)
+        order.register(registration.token)
         control(EPOLL_CTL_ADD, registration.token, descriptor, interest, edgeTriggered: edgeTriggered)
         return registration
     }
@@ -180,6 +182,15 @@ public final class EventLoop {
     func serveAgain(_ registration: Registration, _ readiness: Readiness) {
         guard watched[registration.token] != nil else { return }
         order.add(registration.token, events: readiness.events)
+    }
+
+    /// Queues an edge-triggered socket for a turn of its own to write output that was queued
+    /// outside its turn (a page pushed to a thousand followers, an ack's answer once its commit
+    /// is durable): it is served as if epoll had reported room to write, bounded like any turn,
+    /// so such writes never hold up another client's request for more than a turn.
+    func serveWrite(_ registration: Registration) {
+        guard watched[registration.token] != nil else { return }
+        order.add(registration.token, events: Interest.writable.rawValue)
     }
 
     /// Forgets the descriptor; call it before closing the descriptor.
@@ -229,17 +240,11 @@ public final class EventLoop {
                     // dropped: its token is gone from `watched` and never comes back.)
                     // One-shot: epoll reports this socket no more until `serve` arms it again.
                     if !socket.isEdgeTriggered { watched[token]!.isArmed = false }
-                    if reported & ~Interest.writable.rawValue == 0 {
-                        // Room to write owed output (a follower's pages): no new request comes
-                        // with it, so it is not rationed. Thousands of followers catching up are
-                        // served in one turn.
-                        serve(token, reported)
-                    } else {
-                        order.add(token, events: reported)
-                    }
+                    order.add(token, events: reported)
                 }
             }
-            for (token, events) in order.nextTurn() {
+            order.startTurn()
+            while let (token, events) = order.next() {
                 // A handler earlier in the turn may have closed this one.
                 serve(token, events)
             }
@@ -254,18 +259,29 @@ public final class EventLoop {
     }
 }
 
-/// The sockets epoll reported readable that the loop has not served yet, and which of them each
-/// turn serves: at most ``descriptorsPerTurn``, least recently served first (among those, the
-/// first reported first). A socket served goes back to epoll, and comes back here when it is
-/// ready again, behind every socket that waited longer since its last turn.
+/// The sockets waiting for their turn, and which of them each turn serves: first sockets with
+/// something to read, at most ``descriptorsPerTurn`` of them, then sockets that only have output
+/// to write (room reported by epoll, or output queued outside their own turn,
+/// ``EventLoop/serveWrite(_:)``); each of the two for at most ``timePerTurn`` of the clock once it
+/// has served one. In each line the least recently served go first (among those, the first
+/// reported first); a new connection counts as served when it connected. A socket served goes
+/// back to epoll, and comes back here when it is ready again, behind every socket that waited
+/// longer since its last turn.
 ///
 /// Serving in the order epoll reports would queue a client that sends one request behind every
 /// busy client ready before it: with a thousand consumers acking, a prefetched `next` waited
 /// 25 ms. Here it waits for at most one turn, since a client that was not served lately goes
 /// first. Busy clients still all get their turn: each one served goes to the back.
+///
+/// Turns are bounded by time as well as count: one socket's turn costs from a hundred bytes
+/// written (an ack's answer) to a socket buffer's worth (a follower catching up on 22 KB pages,
+/// a new follower's first window), and a thousand followers written in one turn held a `ping`
+/// up for tens of milliseconds. A socket is served at most once a turn in each line.
 struct TurnOrder {
-    /// Sockets one turn serves at most before the loop looks for newly ready ones.
+    /// Sockets with something to read one turn serves at most before the loop looks for newly ready ones.
     static let descriptorsPerTurn = 16
+    /// How long a turn goes on serving the sockets of one line once it has served one of them.
+    static let timePerTurn: Duration = .microseconds(200)
 
     private struct Place: Comparable {
         /// The turn the socket was last served in (never: 0, first in line).
@@ -277,40 +293,120 @@ struct TurnOrder {
         static func < (a: Place, b: Place) -> Bool { (a.lastServed, a.arrival) < (b.lastServed, b.arrival) }
     }
 
+    /// Where the current turn is: serving readers (how many so far, since when), or writers.
+    private enum Phase {
+        case reading(served: Int, since: ContinuousClock.Instant?)
+        case writing(since: ContinuousClock.Instant?)
+        case over
+    }
+
+    private let now: () -> ContinuousClock.Instant
     private var turns: UInt64 = 0
+    private var phase = Phase.over
     private var arrivals: UInt64 = 0
     private var lastServed: [UInt64: UInt64] = [:]
     /// What was reported for each waiting socket.
     private var waiting: [UInt64: UInt32] = [:]
-    /// The waiting sockets' places; a forgotten socket's place stays until it surfaces, and is
-    /// skipped then (tokens are never reused).
-    private var line = MinHeap<Place>()
+    /// The waiting sockets' places, in the line of those with something to read and in the line
+    /// of those that only write. A place whose socket was served or forgotten since, or moved to
+    /// the readers' line, stays until it surfaces, and is skipped then (tokens are never reused).
+    private var readers = MinHeap<Place>()
+    private var writers = MinHeap<Place>()
+
+    /// An order whose turns are timed on `now` (a test's own clock).
+    init(now: @escaping () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+        self.now = now
+    }
 
     var isEmpty: Bool { waiting.isEmpty }
 
-    /// Queues a socket epoll reported; a socket already waiting keeps its place.
+    private static func onlyWrites(_ events: UInt32) -> Bool { events & ~EventLoop.Interest.writable.rawValue == 0 }
+
+    /// A new socket: it waits behind the sockets already waiting, as one served now would. (Taken
+    /// as never served, a thousand followers connecting at once, each with a window of pages to
+    /// write in its first turn, all went ahead of a client waiting for a `pong`.)
+    mutating func register(_ token: UInt64) {
+        lastServed[token] = turns
+    }
+
+    /// Queues a socket epoll reported, or one with output to write; a socket already waiting
+    /// keeps its place, unless it only had output and now has something to read too: then it
+    /// joins the readers' line.
     mutating func add(_ token: UInt64, events: UInt32) {
         if let earlier = waiting[token] {
             waiting[token] = earlier | events
+            if Self.onlyWrites(earlier), !Self.onlyWrites(events) { readers.push(place(for: token)) }
             return
         }
         waiting[token] = events
-        arrivals += 1
-        line.push(Place(lastServed: lastServed[token] ?? 0, arrival: arrivals, token: token))
+        if Self.onlyWrites(events) {
+            writers.push(place(for: token))
+        } else {
+            readers.push(place(for: token))
+        }
     }
 
-    /// The sockets to serve now, in order, with what was reported for each; marks them served.
-    mutating func nextTurn() -> [(token: UInt64, events: UInt32)] {
-        guard !waiting.isEmpty else { return [] }
+    private mutating func place(for token: UInt64) -> Place {
+        arrivals += 1
+        return Place(lastServed: lastServed[token] ?? 0, arrival: arrivals, token: token)
+    }
+
+    /// Starts a turn; ``next()`` then gives its sockets one by one.
+    mutating func startTurn() {
         turns += 1
-        var chosen: [(token: UInt64, events: UInt32)] = []
-        chosen.reserveCapacity(Self.descriptorsPerTurn)
-        while chosen.count < Self.descriptorsPerTurn, let place = line.popFirst() {
-            guard let events = waiting.removeValue(forKey: place.token) else { continue }
-            lastServed[place.token] = turns
-            chosen.append((place.token, events))
+        phase = .reading(served: 0, since: nil)
+    }
+
+    /// The next socket to serve in the turn, with what was reported for it, marked served; nil
+    /// once the turn is over.
+    mutating func next() -> (token: UInt64, events: UInt32)? {
+        if case .reading(let served, let since) = phase {
+            let time = now()
+            if served < Self.descriptorsPerTurn, since.map({ time - $0 < Self.timePerTurn }) ?? true,
+                let socket = take(reading: true)
+            {
+                phase = .reading(served: served + 1, since: since ?? time)
+                return socket
+            }
+            phase = .writing(since: nil)
         }
+        guard case .writing(let since) = phase else { return nil }
+        let time = now()
+        guard since.map({ time - $0 < Self.timePerTurn }) ?? true, let socket = take(reading: false) else {
+            phase = .over
+            return nil
+        }
+        phase = .writing(since: since ?? time)
+        return socket
+    }
+
+    /// Every socket of a turn, for a caller that serves them all at once (a test).
+    mutating func nextTurn() -> [(token: UInt64, events: UInt32)] {
+        startTurn()
+        var chosen: [(token: UInt64, events: UInt32)] = []
+        while let socket = next() { chosen.append(socket) }
         return chosen
+    }
+
+    /// The first socket of the readers' or the writers' line still waiting there and not served in this turn.
+    private mutating func take(reading: Bool) -> (token: UInt64, events: UInt32)? {
+        while let place = reading ? readers.first : writers.first {
+            guard let events = waiting[place.token], Self.onlyWrites(events) != reading else {
+                dropFirst(reading: reading)
+                continue
+            }
+            // The line is by last turn: if its first was served in this turn, so were all the rest.
+            guard place.lastServed < turns else { return nil }
+            dropFirst(reading: reading)
+            waiting[place.token] = nil
+            lastServed[place.token] = turns
+            return (place.token, events)
+        }
+        return nil
+    }
+
+    private mutating func dropFirst(reading: Bool) {
+        _ = reading ? readers.popFirst() : writers.popFirst()
     }
 
     /// Forgets a socket the loop no longer watches.
