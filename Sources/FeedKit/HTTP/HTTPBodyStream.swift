@@ -26,6 +26,18 @@ public final class HTTPBodyStream: Sendable {
         /// The failure a read has thrown, if one has.
         var failureRead: (any Error)?
 
+        /// Adds `bytes` after the unread ones: to the last unread chunk while that is under
+        /// ``HTTPBodyStream/smallChunk``, else as a chunk of its own. An upstream that sends its body a byte a
+        /// piece would otherwise cost an array (a header and an allocation) per byte, many times
+        /// the body cap in memory before the reader catches up.
+        mutating func add(_ bytes: UnsafeBufferPointer<UInt8>) {
+            if head < chunks.count, chunks[chunks.count - 1].count < HTTPBodyStream.smallChunk {
+                chunks[chunks.count - 1].append(contentsOf: bytes)
+            } else {
+                chunks.append(Array(bytes))
+            }
+        }
+
         /// What a read gets now: bytes copied into `buffer`, the end (0) or a failure; nil when it
         /// must wait for more.
         mutating func read(into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, any Error>? {
@@ -77,10 +89,15 @@ public final class HTTPBodyStream: Sendable {
     }
 
     private let state = Locked(State())
+    /// The size under which a chunk still takes the next piece's bytes.
+    static let smallChunk = 16 << 10
+
+    /// The chunks holding what is unread, for the tests.
+    var unreadChunks: Int { state.withLock { $0.chunks.count - $0.head } }
     /// Signalled for a waiting reader when bytes or the end arrive.
     private let arrived = DispatchSemaphore(value: 0)
     private let stopTransfer: @Sendable () -> Void
-    /// The size the transport expects the body to have (its `Content-Length`), for ``readAll()``.
+    /// The size the transport expects the body to have (its `Content-Length`), for ``readAll(appendingTo:)``.
     private let expectedBytes: Int?
 
     /// An empty body the transport will deliver; `stopTransfer` stops its transfer when the reader
@@ -103,7 +120,7 @@ public final class HTTPBodyStream: Sendable {
     package func append(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let wake = state.withLock { state -> Bool? in
             guard state.end == nil, !state.abandoned else { return nil }
-            state.chunks.append(Array(bytes))
+            state.add(bytes)
             defer { state.readerWaits = false }
             return state.readerWaits
         }
@@ -135,8 +152,10 @@ public final class HTTPBodyStream: Sendable {
 
     /// Copies the next bytes of the body into `buffer`, as many as have arrived up to its size,
     /// waiting until some have; 0 at the end of the body. Throws the transport's error once the
-    /// bytes before it are read, and `CancellationError` after ``abandon()``.
+    /// bytes before it are read, and `CancellationError` after ``abandon()``. `buffer` must not
+    /// be empty: 0 would read as the end.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        precondition(!buffer.isEmpty, "a body is read into room for at least one byte")
         while true {
             if let outcome = state.withLock({ $0.read(into: buffer) }) { return try outcome.get() }
             arrived.wait()
