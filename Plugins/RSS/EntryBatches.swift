@@ -126,8 +126,8 @@ final class BatchBuilder {
 
     /// Every entry, in order, in batches: the submitted batches' (waited for), then `last`'s.
     /// Not joined into one array: the entries are copied once, into their items, in the order
-    /// their pages take them (a probe: joining the 20k document's batches took 2 ms, a retain and
-    /// a release of each entry's id and JSON, with the other core idle).
+    /// their pages take them (a join retains and releases each entry's id and JSON, on the
+    /// thread every page waits for).
     func entryBatches(finishing last: CapturedBatch) -> [[FeedEntry]] {
         let tail = last.built(context)
         group.wait()
