@@ -10,6 +10,7 @@ enum RedisReference {
         /// Another connection's `PING` round trip meanwhile, p99 in ms: Redis's own fairness in
         /// the same load, feedd's `ping` figure's peer.
         let pingP99: Double
+        let pings: Int
     }
 
     /// Bytes per second delivered to `subscribers` for `messages` publishes of `payload`, or a
@@ -45,7 +46,7 @@ enum RedisReference {
         let elapsed = (ContinuousClock.now - started).seconds
         let pings = pinger.stop()
         withExtendedLifetime((connections, publisher)) {}
-        return .success(FanOut(bytesPerSecond: Double(subscribers * messages * message.count) / elapsed, pingP99: quantile(pings, 0.99)))
+        return .success(FanOut(bytesPerSecond: Double(subscribers * messages * message.count) / elapsed, pingP99: quantile(pings, 0.99), pings: pings.count))
     }
 
     /// Where redis-server is installed, if it is.

@@ -102,6 +102,8 @@ enum Scenarios {
         let samplePage: [UInt8]
         /// Another connection's `ping` round trip while the followers read the cached pages, p99 in ms.
         let pingP99: Double
+        /// How many of those round trips there were (a few: the p99 is about the slowest).
+        let pings: Int
     }
 
     /// `subscribers` followers of one feed: throughput over `pages` cached pages, then the time
@@ -142,7 +144,7 @@ enum Scenarios {
         withExtendedLifetime(followers) {}
         return FanOut(
             bytesPerSecond: Double(bytes) / elapsed, pageDeliveriesPerSecond: Double(subscribers * pages) / elapsed,
-            publishToLastReceipt: quantile(latencies, 0.5), samplePage: samplePage, pingP99: quantile(pings, 0.99))
+            publishToLastReceipt: quantile(latencies, 0.5), samplePage: samplePage, pingP99: quantile(pings, 0.99), pings: pings.count)
     }
 
     /// Private memory per idle connection (KiB), and the idle daemon's RssAnon and RSS (MiB).

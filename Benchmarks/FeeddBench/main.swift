@@ -68,11 +68,13 @@ for run in 1...runs {
         record("fan-out: upstream answer to last follower (p50)", "ms", fanOut.publishToLastReceipt)
         record("fan-out: page line size", "bytes", Double(fanOut.samplePage.count))
         record("fan-out: another client's ping p99 meanwhile", "ms", fanOut.pingP99)
+        record("fan-out: pings answered meanwhile (one a millisecond at most)", "count", Double(fanOut.pings))
         switch try RedisReference.fanOut(subscribers: subscribers, messages: 40, payload: fanOut.samplePage) {
         case .success(let redis):
             record("Redis pub/sub, same page, \(grouped(subscribers)) subscribers", "MB/s", redis.bytesPerSecond / 1e6)
             record("feedd / Redis delivered bytes ratio", "×", fanOut.bytesPerSecond / redis.bytesPerSecond)
             record("Redis pub/sub: another client's PING p99 meanwhile", "ms", redis.pingP99)
+            record("Redis pub/sub: PINGs answered meanwhile", "count", Double(redis.pings))
             record("fan-out ping p99: feedd / Redis", "×", fanOut.pingP99 / redis.pingP99)
         case .failure(let reason):
             redisSkipped = reason.description
