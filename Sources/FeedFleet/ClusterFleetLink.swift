@@ -124,6 +124,9 @@ public final class ClusterFleetLink: FleetLink {
             lease = try await store.acquireLease(address)
             figures.withLock { $0.leaseDuration.record(since: asked) }
         } catch {
+            // The feed serves alone on this answer, and tries the fleet again a second later:
+            // say why, or a store that keeps failing one operation looks like a flapping network.
+            logger.notice("feed \(feed) page \(page): \(error); served alone until the fleet answers")
             return .unreachable
         }
         switch lease {
