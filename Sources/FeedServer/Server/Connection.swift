@@ -137,6 +137,8 @@ final class Connection: ClientHandle {
 
     /// How much one read takes at most.
     static let readSize = 16 * 1024
+    /// Output of at most this much is written when it is queued, in a turn or not (see ``flush()``).
+    static let writtenOutsideTurnBytes = 4 * 1024
 
     /// The connection's own read buffer, made (uninitialised) at its first read, so a connection
     /// that never sends holds none. Freed in `deinit`, not at `close()`: a request read from it
@@ -320,15 +322,17 @@ final class Connection: ClientHandle {
     }
 
     /// Writes what is queued, in this connection's turn; outside it, asks the loop for a turn to
-    /// write in (a page pushed to every follower in one job, an ack's answer once durable), so
-    /// that no write is done outside the bounds of a turn.
+    /// write in (a page pushed to every follower in one job), so that no large write is done
+    /// outside the bounds of a turn. A few answers (an ack's, once its commit is durable) are
+    /// written at once wherever they are queued: one `sendmsg` of a few hundred bytes, which a
+    /// turn of its own would cost more than (the ack storm's CPU per ack rose 2-3 µs with it).
     func flush() {
         guard !state.isClosed else { return }
         // Whether or not the socket takes more now, a client whose unread answers are over the
         // bound gets no more requests read until they drain (SPEC §5, flow control).
         defer { if output.byteCount > environment.inputPauseBytes, state.pause() { updateInterest() } }
         guard stallTimer == nil, !hold.isHolding else { return }
-        guard isInTurn else { return askForWriteTurn() }
+        guard isInTurn || output.byteCount <= Self.writtenOutsideTurnBytes else { return askForWriteTurn() }
         switch output.flush(to: descriptor) {
         case .drained:
             // A client that stopped sending leaves once its last answer is out.
