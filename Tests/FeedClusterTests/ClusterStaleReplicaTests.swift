@@ -131,9 +131,10 @@ final class StaleReplica: Sendable {
                 let sizes = fields.first == "MSG" ? 1 : 2
                 guard let total = fields.last.flatMap({ Int($0) }), wire.skip(total + 2) else { break }
                 guard fields.count == 4 + sizes else { continue }
+                // Counted before it is sent: the test reads the count once the answer is back.
+                answers.withLock { $0 += 1 }
                 let status = "NATS/1.0 404 Message Not Found\r\n\r\n"
                 wire.send("HPUB \(fields[3]) \(status.utf8.count) \(status.utf8.count)\r\n\(status)\r\n")
-                answers.withLock { $0 += 1 }
             default:
                 // INFO, +OK, -ERR: nothing to answer.
                 continue
