@@ -10,6 +10,16 @@ final class TestClock {
     func advance(by duration: Duration) { now += duration }
 }
 
+extension TurnOrder {
+    /// Every socket of a turn, served all at once.
+    mutating func nextTurn() -> [(token: UInt64, events: UInt32)] {
+        startTurn()
+        var chosen: [(token: UInt64, events: UInt32)] = []
+        while let socket = next() { chosen.append(socket) }
+        return chosen
+    }
+}
+
 /// EPOLLIN and EPOLLOUT as the loop reports them.
 private let readable: UInt32 = 1
 private let writable: UInt32 = 4

@@ -27,9 +27,9 @@ public final class HTTPBodyStream: Sendable {
         var failureRead: (any Error)?
 
         /// Adds `bytes` after the unread ones: to the last unread chunk while that is under
-        /// ``HTTPBodyStream/smallChunk``, else as a chunk of its own. An upstream that sends its body a byte a
-        /// piece would otherwise cost an array (a header and an allocation) per byte, many times
-        /// the body cap in memory before the reader catches up.
+        /// ``HTTPBodyStream/smallChunk``, else as a chunk of its own. An upstream that sends its
+        /// body a byte a piece would otherwise cost an array (a header and an allocation) per
+        /// byte, many times the body cap in memory before the reader catches up.
         mutating func add(_ bytes: UnsafeBufferPointer<UInt8>) {
             if head < chunks.count, chunks[chunks.count - 1].count < HTTPBodyStream.smallChunk {
                 chunks[chunks.count - 1].append(contentsOf: bytes)

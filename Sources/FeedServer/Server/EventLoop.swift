@@ -380,14 +380,6 @@ struct TurnOrder {
         return socket
     }
 
-    /// Every socket of a turn, for a caller that serves them all at once (a test).
-    mutating func nextTurn() -> [(token: UInt64, events: UInt32)] {
-        startTurn()
-        var chosen: [(token: UInt64, events: UInt32)] = []
-        while let socket = next() { chosen.append(socket) }
-        return chosen
-    }
-
     /// The first socket of the readers' or the writers' line still waiting there and not served in this turn.
     private mutating func take(reading: Bool) -> (token: UInt64, events: UInt32)? {
         while let place = reading ? readers.first : writers.first {
