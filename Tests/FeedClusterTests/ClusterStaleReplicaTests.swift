@@ -39,7 +39,7 @@ struct ClusterStaleReplicaTests {
         }
         #expect(holderName == "holder")
         // Past its expiry (wall-clock milliseconds) the lease is taken over.
-        try await Task.sleep(for: .milliseconds(max(0, until - Int64(Date().timeIntervalSince1970 * 1_000)) + 50))
+        try await sleepPastLease(until: until)
         guard case .acquired(let taken) = try await other.acquireLease(page) else { throw TestFailure("an expired lease was not taken over") }
         #expect(taken.holder == "other")
         await holder.close()

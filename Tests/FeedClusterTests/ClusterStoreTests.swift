@@ -35,7 +35,7 @@ struct ClusterStoreTests {
         }
         #expect(holder == "dead")
 
-        try await Task.sleep(for: .milliseconds(max(0, until - Int64(Date().timeIntervalSince1970 * 1_000)) + 50))
+        try await sleepPastLease(until: until)
         guard case .acquired(let taken) = try await survivor.acquireLease(page) else { throw TestFailure("an expired lease was not taken over") }
         #expect(taken.holder == "survivor")
         // The old holder can neither extend nor cancel its successor's lease.

@@ -48,3 +48,8 @@ func retryingWhileUnavailable<Value: Sendable>(
 extension Array where Element == UInt8 {
     var text: String { String(decoding: self, as: UTF8.self) }
 }
+
+/// Waits until a lease that runs `until` (wall-clock milliseconds, as leases carry it) has expired.
+func sleepPastLease(until: Int64) async throws {
+    try await Task.sleep(for: .milliseconds(max(0, until - Int64(Date().timeIntervalSince1970 * 1_000)) + 50))
+}
