@@ -64,10 +64,12 @@ package struct JSONWriter: Sendable {
 
     package mutating func number(_ double: Double) {
         guard double.isFinite else { return raw("null") }
-        // An integral value is written as the integer it exactly is, so it reads back as the same
-        // integer however it was spelt; anything else in Swift's shortest round-trip form.
-        if double == double.rounded(), abs(double) < 9.2e18 {
-            return number(Int64(double))
+        // An integral value Int64 holds is written as the integer it exactly is, so it reads back
+        // as the same integer however it was spelt; anything else in Swift's shortest round-trip
+        // form. The bound is exactly Int64's: under a rounder one (9.2e18), 9.222222222222222e18
+        // was written with an exponent, read back as an integer and wrote other digits (fuzzer).
+        if let integer = Int64(exactly: double) {
+            return number(integer)
         }
         bytes.append(contentsOf: double.description.utf8)
     }

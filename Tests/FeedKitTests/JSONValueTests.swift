@@ -66,6 +66,15 @@ import Testing
         #expect(try JSONValue(parsing: "[0.1, {\"x\": 1e-7}]") == [0.1, ["x": 1e-7]])
     }
 
+    @Test func what_the_writer_writes_reads_back_as_the_same_text_up_to_int64s_edge() throws {
+        // 9.222222222222222e18 is integral and below Int64.max; the fuzzer found it written with an
+        // exponent that read back as an integer and wrote other digits.
+        for number in [9.222222222222222e18, -9.222222222222222e18, 0x1p63, -0x1p63, 0x1p63.nextDown, 1e19] {
+            let written = JSONValue.double(number).jsonText
+            #expect(try JSONValue(parsing: written).jsonText == written, "\(number) written as \(written)")
+        }
+    }
+
     @Test func integers_beyond_int64_become_the_nearest_double() throws {
         #expect(try JSONValue(parsing: "18446744073709551616") == .double(18446744073709551616.0))
     }
