@@ -5,7 +5,7 @@ import Testing
 import TestSupport
 
 /// A client's `ping` waits for at most one bounded turn of the event loop, however many
-/// followers have pages to be written meanwhile. The daemon is stopped (SIGSTOP) while the
+/// followers have pages to be written meanwhile, and goes ahead of requests that are not brief. The daemon is stopped (SIGSTOP) while the
 /// crowd and the probe send, so that on SIGCONT all of it is ready at once, as under load.
 @Suite struct SocketTurnTests {
     static let followers = 300
@@ -61,18 +61,44 @@ import TestSupport
         return readable(others)
     }
 
-    @Test func a_ping_does_not_wait_for_a_crowd_of_new_followers_first_windows() throws {
-        let daemon = try Self.bigPagesDaemon()
-        let probe = try daemon.connect()
-        _ = try probe.request("ping")
+    /// What the probe did before the crowd of new followers asks, and when it connected.
+    enum ProbeHistory {
+        /// Connected and pinged before the followers connected: served less lately than they were.
+        case pingedBeforeTheCrowdConnected
+        /// Connected after them and pinged: the most recently served of all.
+        case pingedAfterTheCrowdConnected
+        /// Connected after them and asked nothing yet: the fan-out's first ping.
+        case connectedAfterTheCrowd
+    }
+
+    /// Connects the probe and the followers as `history` says; then, the daemon stopped, each
+    /// follower sends `follow big` (its turn writes a socket buffer's worth of pages) and the probe
+    /// `ping`. Returns how many followers had been served when the `pong` came; reads each one's
+    /// first page.
+    static func followersServedBeforePong(_ history: ProbeHistory) throws -> Int {
+        let daemon = try bigPagesDaemon()
+        var probe: TestClient?
+        if history == .pingedBeforeTheCrowdConnected {
+            probe = try daemon.connect()
+            _ = try probe?.request("ping")
+        }
         let followers = try (0..<Self.followers).map { _ in try daemon.connect() }
-        let served = try Self.othersServedBeforePong(daemon, probe: probe, others: followers) {
+        if probe == nil {
+            probe = try daemon.connect()
+            if history == .pingedAfterTheCrowdConnected { _ = try probe?.request("ping") }
+        }
+        let served = try othersServedBeforePong(daemon, probe: probe!, others: followers) {
             for follower in followers { try follower.send("follow big") }
         }
+        for follower in followers { _ = try follower.read(until: "page", timeout: .seconds(60)) }
+        return served
+    }
+
+    @Test func a_ping_does_not_wait_for_a_crowd_of_new_followers_first_windows() throws {
+        let served = try Self.followersServedBeforePong(.pingedBeforeTheCrowdConnected)
         // Taken as never served, the new connections all went first: every one of them had its
         // window written before the `pong`.
         #expect(served < Self.followers / 2, "\(served) of \(Self.followers) followers were served before the ping")
-        for follower in followers { _ = try follower.read(until: "page", timeout: .seconds(60)) }
     }
 
     @Test func a_ping_does_not_wait_for_a_crowd_of_followers_with_room_to_write() throws {
@@ -90,5 +116,19 @@ import TestSupport
         // any request of that turn.
         #expect(served < Self.followers / 2, "\(served) of \(Self.followers) followers were written to before the ping")
         for follower in followers { _ = try follower.read(until: "page", timeout: .seconds(60)) }
+    }
+
+    // MARK: Brief requests first
+
+    @Test func a_ping_goes_ahead_of_a_crowd_that_was_served_less_lately() throws {
+        let served = try Self.followersServedBeforePong(.pingedAfterTheCrowdConnected)
+        // By recency alone, the client that pings every millisecond went behind every one of them.
+        #expect(served < Self.followers / 2, "\(served) of \(Self.followers) followers were served before the ping")
+    }
+
+    @Test func a_new_connections_first_ping_goes_ahead_of_a_crowd_of_new_followers() throws {
+        let served = try Self.followersServedBeforePong(.connectedAfterTheCrowd)
+        // Only its input told that it asks little: it waited for every new follower's first window.
+        #expect(served < Self.followers / 2, "\(served) of \(Self.followers) followers were served before the ping")
     }
 }

@@ -17,6 +17,16 @@ public enum Request: Equatable, Sendable {
     case ping
     case quit
 
+    /// Whether it is answered at once from memory with a short line whatever the daemon holds
+    /// (no page, no store, no upstream, no list that grows with the feeds): a client that sends
+    /// only these is served ahead of the others (``TurnOrder/Kind``).
+    public var isBrief: Bool {
+        switch self {
+        case .ping, .quit: true
+        case .subscribe, .next, .ack, .unsubscribe, .refresh, .forget, .consumers, .status, .metrics: false
+        }
+    }
+
     /// The feed the request names, if any.
     public var feed: String? {
         switch self {

@@ -90,6 +90,9 @@ final class Connection: ClientHandle {
     private var lastNext: (request: Request, id: RequestID?)?
     /// The longest `next` line kept for that.
     private static let longestKeptLine = 256
+    /// What this turn asked, and what the event loop was last told to expect of the next one.
+    private var asked = AskedRequests()
+    private var expected: TurnOrder.Kind?
 
     init(descriptor: Int32, peer: PeerCredentials?, clientID: ClientID, environment: ConnectionEnvironment) {
         self.descriptor = descriptor
@@ -100,7 +103,9 @@ final class Connection: ClientHandle {
     }
 
     func start(greeting: [UInt8]) {
-        registration = loop.watch(descriptor, for: interest, edgeTriggered: true) { [unowned self] readiness in self.handle(readiness) }
+        registration = loop.watch(
+            descriptor, for: interest, edgeTriggered: true, peek: { [unowned self] in self.peekRequests() },
+            handler: { [unowned self] readiness in self.handle(readiness) })
         // The fresh socket's buffer takes it: written in the accepting turn, not one more turn each.
         inTurn { send(greeting) }
     }
@@ -118,8 +123,10 @@ final class Connection: ClientHandle {
     private func handle(_ readiness: EventLoop.Readiness) {
         // The loop has taken this socket out of its order: a write owed from now on asks anew.
         awaitsWriteTurn = false
+        asked = AskedRequests()
+        var inputLeft = false
         inTurn {
-            if readiness.isReadable, state.isReading { readAvailable(readiness) }
+            if readiness.isReadable, state.isReading { inputLeft = readAvailable(readiness) }
             if readiness.isWritable || readiness.isHangUp, stallTimer != nil, !state.isClosed {
                 writable()
             } else if readiness.isWritable {
@@ -127,6 +134,12 @@ final class Connection: ClientHandle {
                 writeHeldOutput()
             }
         }
+        // Told before it is queued again, so that input left over goes in the line it asked for.
+        if let kind = asked.kind, kind != expected, let registration {
+            expected = kind
+            loop.expect(registration, kind)
+        }
+        if inputLeft, let registration { loop.serveAgain(registration, readiness) }
         // The peer is gone and nothing is left to read from it: nothing can reach it either.
         if readiness.isHangUp, !state.isClosed, !state.isReading, stallTimer == nil { close() }
     }
@@ -151,32 +164,54 @@ final class Connection: ClientHandle {
     }
 
     /// Reads until the socket has nothing more (a read shorter than the buffer, or EAGAIN) or
-    /// says end of file, or until this client had its share of the turn: then the event loop is
-    /// asked to serve it again, since epoll reports only what arrives later (the socket is
-    /// edge-triggered). (Not reading again after a short read saves a read that would only say
+    /// says end of file, or until this client had its share of the turn: then it returns true, and
+    /// the event loop is to serve it again, since epoll reports only what arrives later (the socket
+    /// is edge-triggered). (Not reading again after a short read saves a read that would only say
     /// EAGAIN: one system call of the two a request usually costs. But when the client had
     /// already half-closed as epoll reported it, the end of file is read too: no later report
     /// would come for it.) Input left while reading pauses is reported when reading resumes, as
     /// the change of interest makes epoll look again.
-    private func readAvailable(_ readiness: EventLoop.Readiness) {
+    private func readAvailable(_ readiness: EventLoop.Readiness) -> Bool {
         let start = readBuffer ?? UnsafeMutableRawPointer.allocate(byteCount: Self.readSize, alignment: 16)
         readBuffer = start
         let buffer = UnsafeMutableRawBufferPointer(start: start, count: Self.readSize)
         for _ in 0..<4 {
             let count = read(descriptor, buffer.baseAddress, buffer.count)
             if count > 0 {
+                asked.read(count)
                 answerTogether { handleInput(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) }
-                if !state.isReading || (count < buffer.count && !readiness.peerStoppedSending) { return }
+                if !state.isReading || (count < buffer.count && !readiness.peerStoppedSending) { return false }
             } else if count == 0 {
                 endOfInput()
-                return
+                return false
             } else {
                 if errno == EINTR { continue }
                 if errno != EAGAIN && errno != EWOULDBLOCK { close() }
-                return
+                return false
             }
         }
-        if let registration { loop.serveAgain(registration, readiness) }
+        return true
+    }
+
+    /// What the requests waiting on the socket ask, looked at without taking them (MSG_PEEK):
+    /// the event loop's guess before this connection's first request, when no turn tells yet
+    /// (nil: no whole request waits). A new connection's first `ping` then goes ahead of a
+    /// thousand new followers' `subscribe`s, each of whose turns writes a window of pages.
+    private func peekRequests() -> TurnOrder.Kind? {
+        withUnsafeTemporaryAllocation(byteCount: AskedRequests.briefInputBytes + 1, alignment: 1) { buffer in
+            let count = recv(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_PEEK | MSG_DONTWAIT))
+            guard count > 0 else { return nil }
+            var waiting = AskedRequests()
+            waiting.read(count)
+            guard count <= AskedRequests.briefInputBytes else { return waiting.kind }
+            var splitter = LineSplitter(maxLineBytes: environment.maxLineBytes)
+            _ = splitter.split(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { piece in
+                guard case .line(let line) = piece, let request = Self.request(in: line) else { return true }
+                waiting.asked(brief: (try? RequestDecoder.decode(request).get())?.request.isBrief ?? false)
+                return true
+            }
+            return waiting.kind
+        }
     }
 
     /// Answers the requests `handle` decodes, and writes their answers together once it returns:
@@ -204,27 +239,36 @@ final class Connection: ClientHandle {
         switch piece {
         case .line(let line): handleLine(line)
         case .tooLong:
+            asked.asked(brief: false)
             send(Message.error(.lineTooLong, "request line longer than \(environment.maxLineBytes) bytes; skipped to the next newline"))
         }
     }
 
     private func handleLine(_ line: ArraySlice<UInt8>) {
-        var line = line
-        if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
-        guard !Self.isBlank(line) else { return }
+        guard let line = Self.request(in: line) else { return }
         if let lastNext, Self.same(lastNextLine, line) {
+            asked.asked(brief: false)
             return context.connection(self, received: lastNext.request, id: lastNext.id)
         }
         switch RequestDecoder.decode(line) {
         case .success(let (request, id)):
+            asked.asked(brief: request.isBrief)
             if case .next = request, line.count <= Self.longestKeptLine {
                 lastNextLine = Array(line)
                 lastNext = (request, id)
             }
             context.connection(self, received: request, id: id)
         case .failure(let error):
+            asked.asked(brief: false)
             send(Message.error(error.code, error.message, feed: error.feed, id: error.id))
         }
+    }
+
+    /// The request a line holds, without its carriage return; nil for a blank line.
+    private nonisolated static func request(in line: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
+        var line = line
+        if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+        return isBlank(line) ? nil : line
     }
 
     /// Whether a line holds only spaces and tabs. (Not a closure in `handleLine`: that closure
@@ -417,6 +461,7 @@ final class Connection: ClientHandle {
         unhandledInput = []
         unhandledOffset = 0
         guard offset < pending.count else { return }
+        asked.read(pending.count - offset)
         var consumed = 0
         answerTogether {
             consumed = pending.withUnsafeBytes { bytes in
@@ -456,5 +501,34 @@ final class Connection: ClientHandle {
         if let registration { loop.stopWatching(registration) }
         _ = Glibc.close(descriptor)
         context.connectionClosed(self)
+    }
+}
+
+/// What one turn of a connection asked, or the input waiting on its socket: how many bytes, and
+/// whether every request among them was brief (``Request/isBrief``). Its ``kind`` is what the
+/// event loop expects of the connection's next turn (``TurnOrder/Kind``).
+struct AskedRequests {
+    /// Input over this much is ordinary whatever it asks: a `ping` or a few are a brief turn, a
+    /// pipeline of thousands is a long one.
+    static let briefInputBytes = 256
+
+    private var bytes = 0
+    private var requests = 0
+    private var allBrief = true
+
+    mutating func read(_ count: Int) {
+        bytes += count
+    }
+
+    mutating func asked(brief: Bool) {
+        requests += 1
+        allBrief = allBrief && brief
+    }
+
+    /// Nil when it asked nothing yet, within the brief input: nothing tells.
+    var kind: TurnOrder.Kind? {
+        if bytes > Self.briefInputBytes { return .ordinary }
+        if requests == 0 { return nil }
+        return allBrief ? .brief : .ordinary
     }
 }

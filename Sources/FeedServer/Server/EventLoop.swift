@@ -13,14 +13,15 @@ import Glibc
 /// ``TurnOrder`` until its turn comes; after its handler has run, the loop arms it again with its
 /// current interest, and epoll checks it then, so what the handler left unread or unwritten is
 /// reported again at once. A client connection's socket is watched edge-triggered instead
-/// (``watch(_:for:edgeTriggered:handler:)``): it stays armed, epoll reports it again only when
-/// something new arrives, and a handler that leaves input unread says so (``serveAgain(_:)``);
+/// (``watch(_:for:edgeTriggered:peek:handler:)``): it stays armed, epoll reports it again only
+/// when something new arrives, and a handler that leaves input unread says so (``serveAgain(_:)``);
 /// that saves the `epoll_ctl` of every request (3% of the main thread in an ack storm, one call
 /// per round trip). A turn serves at most ``TurnOrder/descriptorsPerTurn`` sockets with something
-/// to read, those served least recently first, so a client that asks rarely is answered within a
-/// turn even while a thousand others keep their sockets busy; then sockets that only write; each
-/// for at most ``TurnOrder/timePerTurn``. Output queued outside a socket's turn is written in a
-/// turn of its own (``serveWrite(_:)``), so all the loop's socket work is under those bounds.
+/// to read, those whose requests are brief (a `ping`) first, then those served least recently,
+/// so a client that asks rarely is answered within a turn even while a thousand others keep
+/// their sockets busy; then sockets that only write; each for at most ``TurnOrder/timePerTurn``.
+/// Output queued outside a socket's turn is written in a turn of its own (``serveWrite(_:)``),
+/// so all the loop's socket work is under those bounds.
 ///
 /// (Level-triggered interest did the same with less code, but every turn's `epoll_wait` then
 /// reported every socket still waiting for its turn again: with a thousand consumers acking, the
@@ -61,6 +62,7 @@ public final class EventLoop {
     }
 
     typealias Handler = @MainActor (Readiness) -> Void
+    typealias PeekRequests = @MainActor () -> TurnOrder.Kind?
 
     /// A timer set with ``schedule(after:_:)``, for ``cancel(_:)``.
     struct Timer: Hashable, Sendable {
@@ -74,6 +76,9 @@ public final class EventLoop {
     private struct Watched {
         let descriptor: Int32
         let handler: Handler
+        /// What its waiting input asks, read without taking it (``TurnOrder/Kind``), for a
+        /// socket whose last turn does not tell yet.
+        let peek: PeekRequests?
         var interest: Interest
         var isArmed: Bool
         let isEdgeTriggered: Bool
@@ -155,13 +160,18 @@ public final class EventLoop {
 
     /// Calls `handler` on the main actor whenever `descriptor` is ready for `interest`. An
     /// edge-triggered socket's handler must read until the socket has nothing more, or call
-    /// ``serveAgain(_:)`` for what it left: epoll reports only what arrives after.
-    func watch(_ descriptor: Int32, for interest: Interest, edgeTriggered: Bool = false, handler: @escaping Handler) -> Registration {
+    /// ``serveAgain(_:)`` for what it left: epoll reports only what arrives after. A socket whose
+    /// requests may be brief gives `peek`, and says after each turn what it asked
+    /// (``expect(_:_:)``); without it, its turns are ordinary.
+    func watch(
+        _ descriptor: Int32, for interest: Interest, edgeTriggered: Bool = false, peek: PeekRequests? = nil,
+        handler: @escaping Handler
+    ) -> Registration {
         let registration = Registration(token: nextToken, descriptor: descriptor)
         nextToken += 1
         watched[registration.token] = Watched(
-            descriptor: descriptor, handler: handler, interest: interest, isArmed: true, isEdgeTriggered: edgeTriggered)
-        order.register(registration.token)
+            descriptor: descriptor, handler: handler, peek: peek, interest: interest, isArmed: true, isEdgeTriggered: edgeTriggered)
+        order.register(registration.token, kind: peek == nil ? .ordinary : nil)
         control(EPOLL_CTL_ADD, registration.token, descriptor, interest, edgeTriggered: edgeTriggered)
         return registration
     }
@@ -182,6 +192,12 @@ public final class EventLoop {
     func serveAgain(_ registration: Registration, _ readiness: Readiness) {
         guard watched[registration.token] != nil else { return }
         order.add(registration.token, events: readiness.events)
+    }
+
+    /// What the socket's next requests are expected to be: what its last turn asked. A socket
+    /// whose requests are brief goes ahead of the other readers (``TurnOrder``).
+    func expect(_ registration: Registration, _ kind: TurnOrder.Kind) {
+        order.expect(registration.token, kind)
     }
 
     /// Queues an edge-triggered socket for a turn of its own to write output that was queued
@@ -240,7 +256,7 @@ public final class EventLoop {
                     // dropped: its token is gone from `watched` and never comes back.)
                     // One-shot: epoll reports this socket no more until `serve` arms it again.
                     if !socket.isEdgeTriggered { watched[token]!.isArmed = false }
-                    order.add(token, events: reported)
+                    order.add(token, events: reported) { socket.peek?() ?? nil }
                 }
             }
             order.startTurn()
@@ -273,6 +289,14 @@ public final class EventLoop {
 /// 25 ms. Here it waits for at most one turn, since a client that was not served lately goes
 /// first. Busy clients still all get their turn: each one served goes to the back.
 ///
+/// Brief requests go first (``Kind``): a socket whose requests are brief (a `ping`) is served
+/// ahead of the other readers however lately it was served. By recency alone a client that pings
+/// every millisecond is always more recently served than a consumer that comes back thirty times
+/// a second, and its `ping` waited behind every consumer of a burst (18–49 ms at p99 in an ack
+/// storm). So that brief sockets cannot starve the others, a turn serves at least one of the
+/// other readers waiting, past its bounds if it must: a socket that is always busy is served
+/// within as many turns as there are other busy sockets, however many brief ones are ready.
+///
 /// Turns are bounded by time as well as count: one socket's turn costs from a hundred bytes
 /// written (an ack's answer) to a socket buffer's worth (a follower catching up on 22 KB pages,
 /// a new follower's first window), and a thousand followers written in one turn held a `ping`
@@ -283,19 +307,53 @@ struct TurnOrder {
     /// How long a turn goes on serving the sockets of one line once it has served one of them.
     static let timePerTurn: Duration = .microseconds(200)
 
+    /// What a socket with something to read is expected to ask, which decides its line. Judged
+    /// by the requests' ops, not by a turn's measured cost: a consumer's `ack` costs its turn as
+    /// little as a `ping` (its answer waits for a commit and is written later), and a new
+    /// connection has no past turns to measure. What its last turn asked tells it (the socket's
+    /// owner says, ``EventLoop/expect(_:_:)``); before its first request, its input is looked at
+    /// without being taken (``add(_:events:peek:)``).
+    enum Kind {
+        /// Nothing but a few requests answered at once from memory (``Request/isBrief``).
+        case brief
+        /// Anything else, or nothing known.
+        case ordinary
+    }
+
     private struct Place: Comparable {
         /// The turn the socket was last served in (never: 0, first in line).
         let lastServed: UInt64
-        /// When it was reported, among the sockets reported so far.
+        /// When it was reported, among the sockets reported so far; also names the place, as a
+        /// socket's current one (``Waiting/arrival``).
         let arrival: UInt64
         let token: UInt64
 
         static func < (a: Place, b: Place) -> Bool { (a.lastServed, a.arrival) < (b.lastServed, b.arrival) }
     }
 
-    /// Where the current turn is: serving readers (how many so far, since when), or writers.
+    /// The three lines a waiting socket can be in.
+    private enum Line {
+        case briefReaders, readers, writers
+    }
+
+    /// A waiting socket: what was reported for it, and the arrival of its current place (a place
+    /// of another arrival is stale: the socket moved from the writers' line to a readers' line).
+    private struct Waiting {
+        var events: UInt32
+        var arrival: UInt64
+    }
+
+    /// What is known of a socket the order was told about (``register(_:kind:)``): the turn it was
+    /// last served in, and what it is expected to ask, if anything is known yet.
+    private struct Known {
+        var lastServed: UInt64
+        var kind: Kind?
+    }
+
+    /// Where the current turn is: serving readers (how many so far, whether an ordinary one was
+    /// among them, since when), or writers.
     private enum Phase {
-        case reading(served: Int, since: ContinuousClock.Instant?)
+        case reading(served: Int, servedOrdinary: Bool, since: ContinuousClock.Instant?)
         case writing(since: ContinuousClock.Instant?)
         case over
     }
@@ -304,12 +362,12 @@ struct TurnOrder {
     private var turns: UInt64 = 0
     private var phase = Phase.over
     private var arrivals: UInt64 = 0
-    private var lastServed: [UInt64: UInt64] = [:]
-    /// What was reported for each waiting socket.
-    private var waiting: [UInt64: UInt32] = [:]
-    /// The waiting sockets' places, in the line of those with something to read and in the line
-    /// of those that only write. A place whose socket was served or forgotten since, or moved to
-    /// the readers' line, stays until it surfaces, and is skipped then (tokens are never reused).
+    private var known: [UInt64: Known] = [:]
+    private var waiting: [UInt64: Waiting] = [:]
+    /// The waiting sockets' places, in their lines. A place whose socket was served or forgotten
+    /// since, or moved to a readers' line, stays until it surfaces, and is skipped then (tokens
+    /// are never reused).
+    private var briefReaders = MinHeap<Place>()
     private var readers = MinHeap<Place>()
     private var writers = MinHeap<Place>()
 
@@ -322,57 +380,81 @@ struct TurnOrder {
 
     private static func onlyWrites(_ events: UInt32) -> Bool { events & ~EventLoop.Interest.writable.rawValue == 0 }
 
-    /// A new socket: it waits behind the sockets already waiting, as one served now would. (Taken
-    /// as never served, a thousand followers connecting at once, each with a window of pages to
-    /// write in its first turn, all went ahead of a client waiting for a `pong`.)
-    mutating func register(_ token: UInt64) {
-        lastServed[token] = turns
+    /// A new socket, and what it is expected to ask (nil: to be looked at when it has something
+    /// to read). It waits behind the sockets already waiting, as one served now would. (Taken as
+    /// never served, a thousand followers connecting at once, each with a window of pages to
+    /// write in its first turn, all went ahead of a client waiting for a `pong`.) A socket the
+    /// order was not told of counts as never served, and ordinary.
+    mutating func register(_ token: UInt64, kind: Kind?) {
+        known[token] = Known(lastServed: turns, kind: kind)
+    }
+
+    /// What a registered socket is expected to ask from now on (what its last turn asked); a place
+    /// it holds already stays where it is.
+    mutating func expect(_ token: UInt64, _ kind: Kind) {
+        known[token]?.kind = kind
     }
 
     /// Queues a socket epoll reported, or one with output to write; a socket already waiting
     /// keeps its place, unless it only had output and now has something to read too: then it
-    /// joins the readers' line.
-    mutating func add(_ token: UInt64, events: UInt32) {
+    /// joins a readers' line. Which one is what the socket is expected to ask; for a socket of
+    /// which nothing is known yet, `peek` looks at its input (nil: nothing tells, ordinary).
+    mutating func add(_ token: UInt64, events: UInt32, peek: () -> Kind? = { nil }) {
         if let earlier = waiting[token] {
-            waiting[token] = earlier | events
-            if Self.onlyWrites(earlier), !Self.onlyWrites(events) { readers.push(place(for: token)) }
+            let joinsReaders = Self.onlyWrites(earlier.events) && !Self.onlyWrites(events)
+            let arrival = joinsReaders ? enqueue(token, reading: true, peek) : earlier.arrival
+            waiting[token] = Waiting(events: earlier.events | events, arrival: arrival)
             return
         }
-        waiting[token] = events
-        if Self.onlyWrites(events) {
-            writers.push(place(for: token))
-        } else {
-            readers.push(place(for: token))
-        }
+        let arrival = enqueue(token, reading: !Self.onlyWrites(events), peek)
+        waiting[token] = Waiting(events: events, arrival: arrival)
     }
 
-    private mutating func place(for token: UInt64) -> Place {
+    /// Puts a socket at the back of its line: the writers', or the readers' line of what it is
+    /// expected to ask. Returns its place's arrival.
+    private mutating func enqueue(_ token: UInt64, reading: Bool, _ peek: () -> Kind?) -> UInt64 {
+        let socket = known[token] ?? Known(lastServed: 0, kind: .ordinary)
         arrivals += 1
-        return Place(lastServed: lastServed[token] ?? 0, arrival: arrivals, token: token)
+        let place = Place(lastServed: socket.lastServed, arrival: arrivals, token: token)
+        guard reading else {
+            writers.push(place)
+            return arrivals
+        }
+        var kind = socket.kind
+        if kind == nil {
+            kind = peek()
+            known[token]?.kind = kind
+        }
+        if kind == .brief { briefReaders.push(place) } else { readers.push(place) }
+        return arrivals
     }
 
     /// Starts a turn; ``next()`` then gives its sockets one by one.
     mutating func startTurn() {
         turns += 1
-        phase = .reading(served: 0, since: nil)
+        phase = .reading(served: 0, servedOrdinary: false, since: nil)
     }
 
     /// The next socket to serve in the turn, with what was reported for it, marked served; nil
     /// once the turn is over.
     mutating func next() -> (token: UInt64, events: UInt32)? {
-        if case .reading(let served, let since) = phase {
+        if case .reading(let served, let servedOrdinary, let since) = phase {
             let time = now()
-            if served < Self.descriptorsPerTurn, since.map({ time - $0 < Self.timePerTurn }) ?? true,
-                let socket = take(reading: true)
-            {
-                phase = .reading(served: served + 1, since: since ?? time)
+            let withinBounds = served < Self.descriptorsPerTurn && since.map { time - $0 < Self.timePerTurn } ?? true
+            if withinBounds, let socket = take(from: .briefReaders) {
+                phase = .reading(served: served + 1, servedOrdinary: servedOrdinary, since: since ?? time)
+                return socket
+            }
+            // Within the bounds, or the one a turn owes the ordinary readers however many brief ones wait.
+            if withinBounds || !servedOrdinary, let socket = take(from: .readers) {
+                phase = .reading(served: served + 1, servedOrdinary: true, since: since ?? time)
                 return socket
             }
             phase = .writing(since: nil)
         }
         guard case .writing(let since) = phase else { return nil }
         let time = now()
-        guard since.map({ time - $0 < Self.timePerTurn }) ?? true, let socket = take(reading: false) else {
+        guard since.map({ time - $0 < Self.timePerTurn }) ?? true, let socket = take(from: .writers) else {
             phase = .over
             return nil
         }
@@ -380,30 +462,42 @@ struct TurnOrder {
         return socket
     }
 
-    /// The first socket of the readers' or the writers' line still waiting there and not served in this turn.
-    private mutating func take(reading: Bool) -> (token: UInt64, events: UInt32)? {
-        while let place = reading ? readers.first : writers.first {
-            guard let events = waiting[place.token], Self.onlyWrites(events) != reading else {
-                dropFirst(reading: reading)
+    /// The first socket of `line` still waiting there and not served in this turn.
+    private mutating func take(from line: Line) -> (token: UInt64, events: UInt32)? {
+        while let place = first(of: line) {
+            guard let socket = waiting[place.token], socket.arrival == place.arrival else {
+                dropFirst(of: line)
                 continue
             }
             // The line is by last turn: if its first was served in this turn, so were all the rest.
             guard place.lastServed < turns else { return nil }
-            dropFirst(reading: reading)
+            dropFirst(of: line)
             waiting[place.token] = nil
-            lastServed[place.token] = turns
-            return (place.token, events)
+            known[place.token, default: Known(lastServed: 0, kind: .ordinary)].lastServed = turns
+            return (place.token, socket.events)
         }
         return nil
     }
 
-    private mutating func dropFirst(reading: Bool) {
-        _ = reading ? readers.popFirst() : writers.popFirst()
+    private func first(of line: Line) -> Place? {
+        switch line {
+        case .briefReaders: briefReaders.first
+        case .readers: readers.first
+        case .writers: writers.first
+        }
+    }
+
+    private mutating func dropFirst(of line: Line) {
+        switch line {
+        case .briefReaders: briefReaders.popFirst()
+        case .readers: readers.popFirst()
+        case .writers: writers.popFirst()
+        }
     }
 
     /// Forgets a socket the loop no longer watches.
     mutating func forget(_ token: UInt64) {
-        lastServed[token] = nil
+        known[token] = nil
         waiting[token] = nil
     }
 }
