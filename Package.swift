@@ -72,10 +72,13 @@ let package = Package(
             name: "CSodium", pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]),
         // Durable state: generations, pages, consumer cursors, in SQLite (WAL) with one writer thread.
-        .target(name: "FeedState", dependencies: ["FeedKit", "CSQLite"]),
+        .target(name: "FeedState", dependencies: ["FeedKit", "CSQLite", "CSQLiteGathering"]),
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        // A VFS over SQLite's default one that writes a write-ahead log's frames in few large
+        // writes instead of two per 4 KiB page (a 9 MB feed document's pages: 3,500 writes).
+        .target(name: "CSQLiteGathering", dependencies: ["CSQLite"]),
 
         // Feeds, prefetch, shared fetches, cursors, configuration.
         .target(name: "FeedEngine", dependencies: ["FeedKit", "FeedState", "CTOMLShim"]),

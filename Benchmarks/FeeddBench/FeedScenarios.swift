@@ -15,6 +15,9 @@ enum FeedScenarios {
         /// The daemon's peak resident memory over what it had before the request, as a multiple
         /// of the document's size.
         var peakGrowth: Double
+        /// The CPU time the daemon's threads spent from the request to the last page (the
+        /// download, the parse, the state writer's commits, the answers), in seconds.
+        var cpuSeconds: Double
         let fastFeedparserItemsPerSecond: Double?
         let feedparserItemsPerSecond: Double?
     }
@@ -30,16 +33,19 @@ enum FeedScenarios {
         for (items, pageSize) in [(20_000, 20), (20_000, 1_000), (50_000, 1_000)] {
             let compared = pageSize == 1_000
             var measured = try readThrough(items: items, pageSize: pageSize, references: compared)
+            var cpuSeconds = [measured.cpuSeconds]
             for _ in 1..<(compared ? bestOf : 1) {
                 let again = try readThrough(items: items, pageSize: pageSize, references: false)
                 measured.itemsPerSecond = max(measured.itemsPerSecond, again.itemsPerSecond)
                 // Memory is not a best case: the largest growth of the three reads.
                 measured.peakGrowth = max(measured.peakGrowth, again.peakGrowth)
+                cpuSeconds.append(again.cpuSeconds)
             }
             let name = "\(items / 1_000)k-item RSS (\(measured.documentBytes / 1_000_000) MB), page_size \(pageSize)"
             let reads = compared ? " (best of \(bestOf) reads)" : ""
             record("\(name): items/s delivered\(reads)", "items/s", measured.itemsPerSecond)
             record("\(name): peak memory growth / document size\(compared ? " (largest of \(bestOf))" : "")", "×", measured.peakGrowth)
+            record("\(name): daemon CPU for the read\(compared ? " (median of \(bestOf))" : "")", "ms", cpuSeconds.sorted()[cpuSeconds.count / 2] * 1_000)
             if compared {
                 guard let fast = measured.fastFeedparserItemsPerSecond, let slow = measured.feedparserItemsPerSecond else {
                     FileHandle.standardError.write(Data("feeds: fastfeedparser and feedparser could not be installed from PyPI; no reference\n".utf8))
@@ -76,6 +82,7 @@ enum FeedScenarios {
         // Resets the peak (VmHWM) to what is resident now, so that the peak below is this read's.
         try? "5".write(toFile: "/proc/\(daemon.pid)/clear_refs", atomically: false, encoding: .utf8)
         let pages = (items + pageSize - 1) / pageSize
+        let cpuBefore = try daemon.threadsCPUSeconds()
         let started = ContinuousClock.now
         try connection.send(#"{"op":"subscribe","feed":"news"}"#)
         for first in stride(from: 0, to: pages, by: 10_000) {
@@ -93,6 +100,7 @@ enum FeedScenarios {
             }
         }
         let elapsed = (ContinuousClock.now - started).seconds
+        let cpuSeconds = try daemon.threadsCPUSeconds() - cpuBefore
         let peak = try daemon.memory("VmHWM")
         let last = try JSONValue(parsing: lastPage)
         guard last["items"]?.arrayValue?.count == items - (pages - 1) * pageSize, last["last"] == true else {
@@ -107,7 +115,7 @@ enum FeedScenarios {
         }
         return Measured(
             documentBytes: document.count, itemsPerSecond: Double(items) / elapsed,
-            peakGrowth: Double(max(0, peak - residentBefore)) * 1024 / Double(document.count),
+            peakGrowth: Double(max(0, peak - residentBefore)) * 1024 / Double(document.count), cpuSeconds: cpuSeconds,
             fastFeedparserItemsPerSecond: fast, feedparserItemsPerSecond: slow)
     }
 

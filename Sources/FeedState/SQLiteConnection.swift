@@ -1,4 +1,5 @@
 import CSQLite
+import CSQLiteGathering
 
 /// One SQLite connection and the statements prepared on it; every failure becomes a ``StoreError``
 /// that says in plain words what the disk did (full, read-only, damaged) and names the file.
@@ -11,10 +12,14 @@ final class SQLiteConnection {
     private var statements: [String: Statement] = [:]
 
     /// Opens `path`; `create` allows making a new file, `readOnly` opens without write access.
-    init(path: String, create: Bool, readOnly: Bool = false) throws(StoreError) {
+    /// With `gathersLogWrites`, the write-ahead log's writes go to the file in few large writes
+    /// (`gathering_vfs.h`), which is safe only on a connection that syncs every commit
+    /// (`synchronous = FULL`, as ``configureForState()`` sets); should SQLite have no default VFS
+    /// to build that on, the connection writes as usual.
+    init(path: String, create: Bool, readOnly: Bool = false, gathersLogWrites: Bool = false) throws(StoreError) {
         self.path = path
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
-        let status = sqlite3_open_v2(path, &handle, flags, nil)
+        let status = sqlite3_open_v2(path, &handle, flags, gathersLogWrites ? feedd_gathering_vfs_name() : nil)
         guard status == SQLITE_OK else {
             let error = failure(status, "cannot open")
             sqlite3_close_v2(handle)

@@ -68,7 +68,9 @@ public final class StateStore: Sendable {
         lock = try StateDirectoryLock(directory: directory)
         let path = "\(directory)/\(Self.databaseName)"
         if try StateFiles.isMissing(path) { try StateFiles.createDatabase(at: path) }
-        let connection = try SQLiteConnection(path: path, create: false)
+        // The writer's commits carry page bodies of up to megabytes; `configureForState` makes
+        // every commit sync, which gathering the log's writes needs.
+        let connection = try SQLiteConnection(path: path, create: false, gathersLogWrites: true)
         try connection.configureForState()
         if let problems = try connection.integrityProblems() {
             throw StoreError(.damaged, "\(path) is damaged: \(problems.prefix(3).joined(separator: "; "))", advice: StoreError.repairAdvice)
