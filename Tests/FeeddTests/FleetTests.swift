@@ -378,7 +378,25 @@ import TestSupport
         }
     }
 
-    @Test func with_one_nats_node_of_three_stopped_nothing_is_lost_and_service_continues() throws {
+    /// Waits until every stream of the fleet named "test" has a leader other than `gone`: until
+    /// then, a feed whose lease or page the fleet cannot answer is served alone, on a generation
+    /// of its own (SPEC §8), and its subscribers are moved there with a `refreshed`.
+    static func waitForStreamLeaders(_ nodes: [NATSServer], other gone: NATSServer? = nil) async throws {
+        let observer = try await NATSClient.connect(NATSClient.Options(servers: nodes.filter { $0 !== gone }.map(\.url), name: "observer"))
+        defer { Task { await observer.close() } }
+        let streams = ["feedd-test-pages"] + ["leases", "generations", "cursors", "consumers"].map { "KV_feedd-test-\($0)" }
+        let deadline = ContinuousClock.now + .seconds(30)
+        for stream in streams {
+            while true {
+                let leader = try? await observer.streamLeader(stream)
+                if let leader, leader != gone?.name { break }
+                guard ContinuousClock.now < deadline else { throw TestFailure("stream \(stream) has no leader but \(leader ?? "none")") }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    @Test func with_one_nats_node_of_three_stopped_nothing_is_lost_and_service_continues() async throws {
         let upstream = try LoopbackUpstream()
         let nodes = try NATSServer.cluster(of: 3)
         defer { for node in nodes { node.stop() } }
@@ -387,8 +405,9 @@ import TestSupport
         let second = try Self.instance(urls, upstream, replicas: 3)
         // While the cluster elects its leaders, a feed is served alone, on a generation of its
         // own, and moves its subscribers to the fleet's (a `refreshed`) once it joins: the pages
-        // counted here are the fleet's.
+        // counted here are the fleet's, asked for once every stream has its leader.
         for instance in [first, second] { _ = try Self.waitForCluster(instance, "join users", within: .seconds(20)) { $0["joined"] == ["users"] } }
+        try await Self.waitForStreamLeaders(nodes)
         let (reader, subscribed) = try Self.subscribeWhileElecting(first, as: "app")
         #expect(subscribed["after"] == 0)
         try reader.send("next users 2")
@@ -396,6 +415,7 @@ import TestSupport
         #expect(try reader.request(["op": "ack", "feed": "users", "page": 2])["page"] == 2)
 
         nodes[0].stop()
+        try await Self.waitForStreamLeaders(nodes, other: nodes[0])
         let (elsewhere, resumed) = try Self.subscribeWhileElecting(second, as: "app")
         #expect(resumed["after"] == 2)
         try elsewhere.send("next users 1")
