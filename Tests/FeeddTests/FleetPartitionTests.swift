@@ -97,7 +97,7 @@ struct FleetPartitionTests {
         #expect(ledger.acknowledged > 0, "no acknowledgement before the faults: \(instances[0].log.text.suffix(2_000))")
 
         // The faults, one after another, while the consumers go on.
-        let streams = ["feedd-test-pages"] + ["leases", "generations", "cursors", "consumers"].map { "KV_feedd-test-\($0)" }
+        let streams = FleetTests.streams
         let schedule = Task.detached {
             func leader(of stream: String) async -> Int {
                 let name = try? await observer.streamLeader(stream)

@@ -378,13 +378,15 @@ import TestSupport
         }
     }
 
+    /// The JetStream streams of the fleet named "test": its pages, and its buckets' streams.
+    static let streams = ["feedd-test-pages"] + ["leases", "generations", "cursors", "consumers"].map { "KV_feedd-test-\($0)" }
+
     /// Waits until every stream of the fleet named "test" has a leader other than `gone`: until
     /// then, a feed whose lease or page the fleet cannot answer is served alone, on a generation
     /// of its own (SPEC §8), and its subscribers are moved there with a `refreshed`.
     static func waitForStreamLeaders(_ nodes: [NATSServer], other gone: NATSServer? = nil) async throws {
         let observer = try await NATSClient.connect(NATSClient.Options(servers: nodes.filter { $0 !== gone }.map(\.url), name: "observer"))
         defer { Task { await observer.close() } }
-        let streams = ["feedd-test-pages"] + ["leases", "generations", "cursors", "consumers"].map { "KV_feedd-test-\($0)" }
         let deadline = ContinuousClock.now + .seconds(30)
         for stream in streams {
             while true {
