@@ -17,6 +17,8 @@ struct feedd_http_options {
     MHD_RequestCompletedCallback request_completed;
     MHD_NotifyConnectionCallback connection_notified;
     MHD_LogCallback log;
+    // Asked after each accept whether to keep the connection (feedd's descriptor reserve).
+    MHD_AcceptPolicyCallback accept_policy;
     void *context;
 };
 
@@ -37,7 +39,7 @@ static inline struct MHD_Daemon *feedd_http_start(
         { o->tls_certificate ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *)o->tls_certificate },
         { MHD_OPTION_END, 0, NULL },
     };
-    return MHD_start_daemon(flags, 0, NULL, NULL, handler, o->context, MHD_OPTION_ARRAY, items, MHD_OPTION_END);
+    return MHD_start_daemon(flags, 0, o->accept_policy, o->context, handler, o->context, MHD_OPTION_ARRAY, items, MHD_OPTION_END);
 }
 
 // The epoll descriptor of a daemon started with MHD_USE_EPOLL, for the daemon's own event loop.

@@ -157,11 +157,11 @@ final class Daemon {
     }
 
     /// Each client takes a descriptor, and feeds, the state store and upstream connections take
-    /// some more. The soft limit is raised as far as the hard one allows; if that is still too low
-    /// for `max_clients`, the daemon says so now rather than when it runs out.
+    /// some more (``DescriptorReserve``, which clients never take). The soft limit is raised as far
+    /// as the hard one allows; if that is still too low for `max_clients`, the daemon says so now
+    /// rather than when it runs out.
     private func checkDescriptorLimit(maxClients: Int) {
-        let reserve = 256
-        let needed = rlim_t(maxClients + reserve)
+        let needed = rlim_t(maxClients + DescriptorReserve.wanted)
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < needed else { return }
         var raised = limit

@@ -61,7 +61,7 @@ public final class LoopbackUpstream: @unchecked Sendable {
     private var heldBodiesReleased = false
 
     public init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         self.listener = listener
         var reuse: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
@@ -92,6 +92,8 @@ public final class LoopbackUpstream: @unchecked Sendable {
                 let client = accept(listening, nil, nil)
                 if client < 0, errno == EINTR || errno == ECONNABORTED { continue }
                 guard client >= 0 else { return }
+                // Closed on exec, as the listener is: a daemon a test starts meanwhile inherits neither.
+                _ = fcntl(client, F_SETFD, FD_CLOEXEC)
                 guard let self else { close(client); return }
                 Thread.detachNewThread { self.serve(client) }
             }

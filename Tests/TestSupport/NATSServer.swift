@@ -162,7 +162,7 @@ public final class NATSServer: Sendable {
         var descriptors: [Int32] = []
         defer { for descriptor in descriptors { close(descriptor) } }
         return try (0..<count).map { _ in
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard descriptor >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
             descriptors.append(descriptor)
             var address = sockaddr_in()

@@ -12,7 +12,7 @@ public final class NotifyListener: @unchecked Sendable {
 
     public init(in directory: TemporaryDirectory) throws {
         path = directory.path("notify.sock")
-        descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         let address = try UnixSocketAddress(path: path)
         guard address.withSocketAddress({ bind(descriptor, $0, $1) }) == 0 else {
             throw TestFailure("cannot bind \(path): \(String(cString: strerror(errno)))")

@@ -51,6 +51,11 @@ final class MicroHTTPDaemon {
     private var isRunDue = false
     /// Whether the listener is TCP, whose connections get a fixed send buffer (``sendBufferBytes``).
     private let fixesSendBuffer: Bool
+    /// The listening socket, and the descriptors no client may take (read at start, after the
+    /// daemon raised its limit).
+    private var listener: Int32 = -1
+    private let descriptorReserve = DescriptorReserve.current()
+    private var isRefusingForDescriptors = false
     let name: String
 
     /// Starts serving `listener`, a listening stream socket this daemon now owns (`isTCP` if it
@@ -75,13 +80,15 @@ final class MicroHTTPDaemon {
         // A socket systemd passed is blocking; libmicrohttpd's accept must never wait.
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
         _ = fcntl(listener, F_SETFD, FD_CLOEXEC)
+        self.listener = listener
         let context = Unmanaged.passUnretained(self).toOpaque()
         let started: OpaquePointer? = withOptionalCString(tls?.certificate) { certificate in
             withOptionalCString(tls.map { String(decoding: $0.key, as: UTF8.self) }) { key in
                 var options = feedd_http_options(
                     listen_socket: listener, connection_limit: UInt32(limits.connections), connection_timeout_seconds: UInt32(limits.timeoutSeconds),
                     connection_memory_limit: limits.connectionMemory, tls_key: key, tls_certificate: certificate,
-                    request_completed: Self.requestCompleted, connection_notified: Self.connectionNotified, log: Self.log, context: context)
+                    request_completed: Self.requestCompleted, connection_notified: Self.connectionNotified, log: Self.log,
+                    accept_policy: Self.admits, context: context)
                 return feedd_http_start(flags, Self.access, &options)
             }
         }
@@ -209,6 +216,28 @@ final class MicroHTTPDaemon {
             } else {
                 counters.connections -= 1
             }
+        }
+    }
+
+    /// An accepted connection is kept only while the descriptors clients may not take
+    /// (``DescriptorReserve``) are still free: otherwise it is closed at once, and logged once
+    /// until one is kept again.
+    private static let admits: MHD_AcceptPolicyCallback = { context, _, _ in
+        nonisolated(unsafe) let context = context
+        return MainActor.assumeIsolated {
+            let daemon = daemon(context)
+            guard daemon.descriptorReserve.hasRoomBelowLine(duplicating: daemon.listener) else {
+                if !daemon.isRefusingForDescriptors {
+                    daemon.isRefusingForDescriptors = true
+                    let reserve = daemon.descriptorReserve
+                    daemon.logger.error(
+                        "http \(daemon.name): out of file descriptors for clients (the last \(reserve.kept) of \(reserve.limit) are kept "
+                            + "for feeds and the state): closing new connections until one leaves (raise LimitNOFILE= or lower max_clients)")
+                }
+                return .NO
+            }
+            daemon.isRefusingForDescriptors = false
+            return .YES
         }
     }
 

@@ -24,6 +24,8 @@ public final class Server: ConnectionContext {
     /// accepted meanwhile as descriptors freed up one by one. The episode ends when every waiting
     /// connection has been accepted; it logs one line when it starts and one when it ends.
     private var descriptorShortage: (since: ContinuousClock.Instant, accepted: Int)?
+    /// Read when accepting starts, after the daemon has raised its soft limit.
+    private var descriptorReserve = DescriptorReserve(openFilesLimit: Int(Int32.max))
     private lazy var connectionLog = ConnectionLog(logger: logger, loop: loop)
     /// The `status` reply without its closing brace and id, shared by every request until it is
     /// older than ``statusLifetime`` or something a client did changed it.
@@ -57,6 +59,7 @@ public final class Server: ConnectionContext {
     /// Starts accepting on `descriptor`, a listening Unix stream socket.
     public func start(listeningOn descriptor: Int32) {
         listeningDescriptor = descriptor
+        descriptorReserve = .current()
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         listener = loop.watch(descriptor, for: .readable) { [unowned self] _ in self.acceptPending() }
@@ -64,12 +67,16 @@ public final class Server: ConnectionContext {
 
     private func acceptPending() {
         for _ in 0..<256 {
+            guard descriptorReserve.hasRoomBelowLine(duplicating: listeningDescriptor) else {
+                pauseAccepting(because: "the last \(descriptorReserve.kept) of \(descriptorReserve.limit) are kept for feeds and the state")
+                return
+            }
             // accept4(2) is hidden behind _GNU_SOURCE in Glibc's Swift overlay; fcntl does the same.
             let descriptor = accept(listeningDescriptor, nil, nil)
             guard descriptor >= 0 else {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 if errno == EMFILE || errno == ENFILE {
-                    pauseAccepting()
+                    pauseAccepting(because: UnixSocket.lastError())
                 } else if errno == EAGAIN || errno == EWOULDBLOCK {
                     endDescriptorShortage()
                 }
@@ -82,16 +89,16 @@ public final class Server: ConnectionContext {
         }
     }
 
-    /// Out of descriptors: the waiting connections stay queued in the kernel and the listener stays
-    /// readable, so stop watching it rather than spin. It is watched again as soon as a client
-    /// leaves, and every 100 ms meanwhile (on the loop's own timer, which needs no new descriptor),
-    /// while every connected client is served as before.
-    private func pauseAccepting() {
+    /// Out of descriptors for clients (see ``DescriptorReserve``): the waiting connections stay
+    /// queued in the kernel and the listener stays readable, so stop watching it rather than spin.
+    /// It is watched again as soon as a client leaves, and every 100 ms meanwhile (on the loop's
+    /// own timer, which needs no new descriptor), while every connected client is served as before.
+    private func pauseAccepting(because reason: String) {
         guard let listener else { return }
         if descriptorShortage == nil {
             descriptorShortage = (.now, 0)
             logger.error(
-                "out of file descriptors (\(UnixSocket.lastError())) with \(connections.count) clients: serving them, "
+                "out of file descriptors for clients (\(reason)) with \(connections.count) clients: serving them, "
                     + "and accepting new connections again once descriptors free up (raise LimitNOFILE= or lower max_clients)")
         }
         loop.change(listener, to: [])
