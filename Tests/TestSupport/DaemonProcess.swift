@@ -115,22 +115,11 @@ public final class DaemonProcess: @unchecked Sendable {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// The CPU time the daemon's threads have used so far, in seconds, from the scheduler's
-    /// nanosecond counts (`/proc/PID/task/*/schedstat`): fine enough for a span of a few
-    /// milliseconds, where ``cpuSeconds(mainThreadOnly:)`` counts clock ticks of 10 ms. A thread
-    /// that has exited is not counted.
-    public func threadsCPUSeconds() throws -> Double {
-        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
-        var nanoseconds = 0
-        for task in tasks {
-            // The thread may have exited since the listing.
-            guard let schedstat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8) else { continue }
-            guard let running = schedstat.split(separator: " ").first.flatMap({ Int($0) }) else {
-                throw TestFailure("cannot read /proc/\(pid)/task/\(task)/schedstat: \(schedstat)")
-            }
-            nanoseconds += running
-        }
-        return Double(nanoseconds) / 1e9
+    /// The CPU time the daemon has used so far, all its threads together, those that have
+    /// exited included, in seconds: fine enough for a span of a few milliseconds, where
+    /// ``cpuSeconds(mainThreadOnly:)`` counts clock ticks of 10 ms (see ``processCPUSeconds(of:)``).
+    public func processCPUSeconds() throws -> Double {
+        try TestSupport.processCPUSeconds(of: pid)
     }
 
     public func memory(_ field: String) throws -> Int {
@@ -221,4 +210,16 @@ public struct TestFailure: Error, CustomStringConvertible {
     public init(_ description: String) {
         self.description = description
     }
+}
+
+/// The CPU time process `pid` has used so far, in seconds: its CPU-time clock
+/// (`clock_getcpuclockid`), which the kernel keeps in nanoseconds for all its threads, those that
+/// have exited included. Summing the threads listed in `/proc/PID/task` misses a thread that
+/// ended within the span measured, such as the thread that reads an `rss` document's body.
+public func processCPUSeconds(of pid: pid_t) throws -> Double {
+    var clock = clockid_t()
+    guard clock_getcpuclockid(pid, &clock) == 0 else { throw TestFailure("process \(pid) has no CPU-time clock (it has exited?)") }
+    var time = timespec()
+    guard clock_gettime(clock, &time) == 0 else { throw TestFailure("cannot read the CPU-time clock of process \(pid): \(String(cString: strerror(errno)))") }
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }
