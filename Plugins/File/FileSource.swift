@@ -41,7 +41,8 @@ public struct FileSource: SourceAdapter {
 
     /// A run of pages from one opening of the file and one reader, which reads on from one page
     /// into the next: a reader far behind costs an open, a `stat` and a small read per run, not per
-    /// page, and each page's first line is the one the page before read to tell whether more follow.
+    /// page, and the line a page finds after itself, to tell whether more follow, is left in the
+    /// reader for the next page instead of copied.
     public func fetch(_ request: PageRequest, pages maxPages: Int) async throws -> [FetchResult] {
         try pages(from: request, maxPages: maxPages)
     }
@@ -68,7 +69,7 @@ public struct FileSource: SourceAdapter {
         var framer = PageFramer(reader: try file.lines(from: start, includeUnterminatedLast: !follow), pageSize: pageSize, follow: follow)
         var pages = [try framer.nextPage()]
         while pages.count < maxPages, case .page(_, next: .more) = pages[pages.count - 1],
-            framer.linesRead < Self.runLines, framer.offset - start.offset < Self.runBytes
+            framer.linesRead < Self.runLines, framer.bytesRead < Self.runBytes
         {
             // A page that cannot be read ends the run before it: the engine asks for it again,
             // alone, and that call says why.
