@@ -36,6 +36,24 @@ public struct FileSource: SourceAdapter {
     public var pageAddressing: PageAddressing { .direct }
 
     public func fetch(_ request: PageRequest) async throws -> FetchResult {
+        try pages(from: request, maxPages: 1)[0]
+    }
+
+    /// A run of pages from one opening of the file and one reader, which reads on from one page
+    /// into the next: a reader far behind costs an open, a `stat` and a small read per run, not per
+    /// page, and the line a page finds after itself, to tell whether more follow, is left in the
+    /// reader for the next page instead of copied.
+    public func fetch(_ request: PageRequest, pages maxPages: Int) async throws -> [FetchResult] {
+        try pages(from: request, maxPages: maxPages)
+    }
+
+    /// About how many lines, and how many bytes of them, a run frames at most before it stops
+    /// after a page: the first page waits for the run's last, so a run of 20-line pages is the
+    /// engine's whole run (32 pages), while a page of a thousand lines, or of long lines, comes alone.
+    static let runLines = 1_000
+    static let runBytes: Int64 = 1 << 20
+
+    private func pages(from request: PageRequest, maxPages: Int) throws -> [FetchResult] {
         let file = try LineFile(path: path)
         defer { file.close() }
         let start: FilePosition
@@ -45,23 +63,20 @@ public struct FileSource: SourceAdapter {
             start = indexed
         } else {
             // The file has fewer pages than that (so far).
-            return follow ? .notYet : .page([], next: .end)
+            return [follow ? .notYet : .page([], next: .end)]
         }
 
-        var reader = try file.lines(from: start, includeUnterminatedLast: !follow)
-        var lines = PageLines(pageSize: pageSize)
-        while lines.count < pageSize, let line = try reader.nextNonBlank() {
-            lines.append(line)
+        var framer = PageFramer(reader: try file.lines(from: start, includeUnterminatedLast: !follow), pageSize: pageSize, follow: follow)
+        var pages = [try framer.nextPage()]
+        while pages.count < maxPages, case .page(_, next: .more) = pages[pages.count - 1],
+            framer.linesRead < Self.runLines, framer.bytesRead < Self.runBytes
+        {
+            // A page that cannot be read ends the run before it: the engine asks for it again,
+            // alone, and that call says why.
+            guard let page = try? framer.nextPage() else { break }
+            pages.append(page)
         }
-        let items = lines.items()
-        let next = FilePosition(offset: reader.offset, line: reader.lineNumber)
-        if follow {
-            // A short page reached the end of what is written: look for more only after waiting.
-            if items.isEmpty { return .notYet }
-            return .page(items, next: items.count < pageSize ? .later(token: next.token) : .more(token: next.token))
-        }
-        let moreFollow = try reader.nextNonBlank() != nil
-        return .page(items, next: moreFollow ? .more(token: next.token) : .end)
+        return pages
     }
 
     public func waitForNewData(after request: PageRequest, pollInterval: Duration) async throws {

@@ -69,6 +69,19 @@ public protocol SourceAdapter: Sendable {
     /// Fetches the page described by `request`.
     func fetch(_ request: PageRequest) async throws -> FetchResult
 
+    /// Fetches up to `maxPages` consecutive pages in one call, for a reader far behind: what
+    /// calling ``fetch(_:)`` for each in turn would give, the first answering `request` and each
+    /// after it answering the request for the next page with the token the one before gave in
+    /// ``NextPage/more(token:)``. Implement it where the pages share work a call pays once (a
+    /// file opened and read once for a run of pages); the default is one ``fetch(_:)``.
+    ///
+    /// Returns at least one result and at most `maxPages`, and none after one that is not a page
+    /// followed by ``NextPage/more(token:)``. It may return fewer than asked, to keep a call
+    /// short. It throws only when the first page fails: a page after it that cannot be fetched
+    /// ends the run before it, and the daemon asks for that page again, alone, and is told
+    /// why then. Every rule of ``fetch(_:)`` holds for each page.
+    func fetch(_ request: PageRequest, pages maxPages: Int) async throws -> [FetchResult]
+
     /// Where the daemon runs ``fetch(_:)``; nil (the default) for Swift's shared pool. An adapter
     /// whose fetch is one request and the parse of a page-sized body names its transport's
     /// (``HTTPTransport/executor``): the request is then queued and its answer read on the
@@ -119,6 +132,11 @@ extension SourceAdapter {
 
     /// Sequential: page N is asked for with the token page N − 1 returned.
     public var pageAddressing: PageAddressing { .sequential }
+
+    /// One page: a call of ``fetch(_:)``.
+    public func fetch(_ request: PageRequest, pages maxPages: Int) async throws -> [FetchResult] {
+        [try await fetch(request)]
+    }
 
     /// None: Swift's shared pool.
     public var fetchExecutor: (any TaskExecutor)? { nil }

@@ -96,6 +96,67 @@ import TestSupport
         #expect(items[99_999] == Item(id: "100000", data: ["n": 100_000]))
     }
 
+    /// Every request and result of a walk one page a call, from page 1 to the end.
+    func walk(_ source: FileSource) async throws -> [(request: PageRequest, result: FetchResult)] {
+        var walked: [(request: PageRequest, result: FetchResult)] = []
+        var request = PageRequest(page: 1, token: nil, generation: 1, seed: "test")
+        while true {
+            let result = try await source.fetch(request)
+            walked.append((request, result))
+            guard case .page(_, next: .more(let token)) = result else { return walked }
+            request = PageRequest(page: request.page + 1, token: token, generation: 1, seed: "test")
+        }
+    }
+
+    /// A run of pages framed in one call, from any page on, is the pages fetched one a call:
+    /// the same items (a line that is not JSON a string on its own page), the same tokens, and
+    /// the same end, with blank lines, CRLF endings and an unterminated last line on the way.
+    @Test func a_run_of_pages_in_one_call_is_the_pages_fetched_one_a_call() async throws {
+        let lines = (1...120).map { number in
+            switch number % 9 {
+            case 2: ""
+            case 4: "not json \(number)"
+            case 6: #"{"n":\#(number)}"# + "\r"
+            case 7: " \t "
+            default: #"{"n":\#(number),"tags":["a","b"]}"#
+            }
+        }
+        let (source, _) = try source(lines.joined(separator: "\n"), pageSize: 4)
+        let walked = try await walk(source)
+        #expect(walked.count == 24)
+        for (index, (request, _)) in walked.enumerated() {
+            for maxPages in [1, 3, 1_000] {
+                let run = try await source.fetch(request, pages: maxPages)
+                #expect(run == Array(walked[index...].prefix(maxPages).map(\.result)), "page \(request.page), \(maxPages) pages")
+            }
+        }
+        // Page 7 by number alone starts a run alike.
+        let direct = try await source.fetch(PageRequest(page: 7, token: nil, generation: 1, seed: "test"), pages: 5)
+        #expect(direct == walked[6..<11].map(\.result))
+    }
+
+    /// A run stops after about a thousand lines, so its first page never waits long for its last.
+    @Test func a_run_of_one_call_stops_after_about_a_thousand_lines() async throws {
+        let (small, _) = try source((1...3_000).map { #"{"n":\#($0)}"# }.joined(separator: "\n") + "\n", pageSize: 2)
+        let run = try await small.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "test"), pages: 10_000)
+        #expect(run.count == 500)
+        #expect(run.last == .page([Item(id: "999", data: ["n": 999]), Item(id: "1000", data: ["n": 1_000])], next: .more(token: "9893:1001")))
+        let (large, _) = try source((1...3_000).map { #"{"n":\#($0)}"# }.joined(separator: "\n") + "\n", pageSize: 1_000)
+        #expect(try await large.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "test"), pages: 3).count == 1, "a page of a thousand lines comes alone")
+    }
+
+    /// Following, a run ends at the first short page, which says to look again later.
+    @Test func a_run_of_a_followed_file_ends_where_the_written_lines_do() async throws {
+        let (source, _) = try source("1\n2\n3\n4\n5\npart", pageSize: 2, follow: true)
+        let run = try await source.fetch(PageRequest(page: 1, token: nil, generation: 1, seed: "test"), pages: 10)
+        #expect(run == [
+            .page([Item(id: "1", data: 1), Item(id: "2", data: 2)], next: .more(token: "4:3")),
+            .page([Item(id: "3", data: 3), Item(id: "4", data: 4)], next: .more(token: "8:5")),
+            .page([Item(id: "5", data: 5)], next: .later(token: "10:6")),
+        ])
+        #expect(try await source.fetch(PageRequest(page: 4, token: "10:6", generation: 1, seed: "test"), pages: 10) == [.notYet])
+    }
+
     @Test func the_last_page_says_end_even_when_it_is_full() async throws {
         let (source, _) = try source("1\n2\n3\n4\n\n\n", pageSize: 2)
         let second = try await source.fetch(PageRequest(page: 2, token: "4:3", generation: 1, seed: "test"))

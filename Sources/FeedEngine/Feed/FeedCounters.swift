@@ -3,9 +3,10 @@
 /// added again starts from zero, as a new series.
 public struct FeedCounters: Sendable, Equatable {
     /// Requests made to the upstream, whatever their outcome: HTTP requests for a source that
-    /// speaks HTTP, calls to the adapter for any other (a file, an exec plugin, a merge's members).
+    /// speaks HTTP, pages asked of the adapter for any other (a file, an exec plugin, a merge's members).
     public var upstreamRequests = 0
-    /// Calls to the adapter, each asking for one page.
+    /// Pages asked of the adapter: a call of ``SourceAdapter/fetch(_:pages:)`` that brought
+    /// several counts each, as the calls of one page each would have.
     public var fetches = 0
     /// Set once the feed's adapter made an HTTP request: from then on its calls count as requests
     /// no more, since one served from what an earlier request brought cost the upstream nothing.

@@ -5,7 +5,9 @@ import FeedKit
 ///
 /// A run asks for up to `maxPages` consecutive pages, one call at a time, each with the token
 /// the previous one returned, and only while pages come fast (no call starts more than
-/// ``runBudget`` after the first). Its first page, the one a subscriber may be waiting for, is
+/// ``runBudget`` after the first). Each call asks for the rest of the run
+/// (``SourceAdapter/fetch(_:pages:)``): an adapter that can frame several pages from one read
+/// (a file) answers with them, any other with one. Its first page, the one a subscriber may be waiting for, is
 /// handed over at once (see ``RunHandOver``); the others when a page comes ``handOverInterval``
 /// or more after the last hand-over, and with the run's end. So a fast source (a local file, an
 /// upstream on the same host) costs a hop to the main actor per millisecond of pages, not one
@@ -58,7 +60,9 @@ struct PageFetch: Sendable {
     struct Run: Sendable {
         var pages: [FetchedPage] = []
         var ending: Ending?
-        /// Calls this instance made to the adapter (none for a page taken from the fleet).
+        /// Pages this instance asked the adapter for (none for a page taken from the fleet): a
+        /// call that brought several (``SourceAdapter/fetch(_:pages:)``) counts each, as the
+        /// calls of one page each would have.
         var adapterCalls = 0
         /// HTTP requests those calls made (see ``HTTPRequestMeter``).
         var httpRequests = 0
@@ -141,12 +145,21 @@ struct PageFetch: Sendable {
         var kept = StoredRun.Work()
         var request = step.request
         while true {
-            let number = step.page + run.adapterCalls
-            run.adapterCalls += 1
+            let results: [FetchResult]
             do {
                 let called = clock.now
-                let result = try await adapter.fetch(request)
-                if run.adapterCalls > 1 { laterCalls += clock.now - called }
+                results = try await adapter.fetch(request, pages: maxPages - run.adapterCalls)
+                if run.adapterCalls > 0 { laterCalls += clock.now - called }
+                guard !results.isEmpty else { throw SourceError.transient("the adapter answered a call for page \(request.page) with no page") }
+            } catch {
+                run.ending = .failure(SourceError.from(error), page: step.page + run.adapterCalls)
+                run.adapterCalls += 1
+                return run
+            }
+            // The pages of one call, each taken as if it had been a call of its own.
+            for (index, result) in results.enumerated() {
+                let number = step.page + run.adapterCalls
+                run.adapterCalls += 1
                 switch answer(result, to: request, page: number) {
                 case .notYet:
                     run.ending = .notYet(page: number)
@@ -155,11 +168,12 @@ struct PageFetch: Sendable {
                     let fetched = FetchedPage(page: page, next: next, request: request)
                     // Asked after the call: an exec plugin says whether it reproduces pages once configured.
                     let storedRun = adapter.reproducesPages ? nil : storedRun
-                    let onTime = storedRun == nil ? clock.now - started < Self.runBudget : laterCalls < Self.storedRunBudget
+                    let callsOn = index < results.count - 1
+                        || (storedRun == nil ? clock.now - started < Self.runBudget : laterCalls < Self.storedRunBudget) && !Task.isCancelled
                     let work = StoredRun.Work(calls: run.adapterCalls, requests: HTTPRequestMeter.current?.count ?? 0)
                     defer { kept = work }
                     // Only `more` says for sure which request comes next (see GenerationPaging.record).
-                    guard case .more(let token) = next, run.adapterCalls < maxPages, !Task.isCancelled, onTime else {
+                    guard case .more(let token) = next, run.adapterCalls < maxPages, callsOn else {
                         if let storedRun { storedRun.keep(fetched, work: work - kept) } else { run.pages.append(fetched) }
                         return run
                     }
@@ -176,9 +190,6 @@ struct PageFetch: Sendable {
                     }
                     request = PageRequest(page: request.page + 1, token: token, generation: generation, seed: request.seed)
                 }
-            } catch {
-                run.ending = .failure(SourceError.from(error), page: number)
-                return run
             }
         }
     }
