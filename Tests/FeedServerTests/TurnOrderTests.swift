@@ -319,6 +319,19 @@ struct AskedRequestsTests {
         #expect(Self.kind(of: ["pong"]) == .ordinary, "a line that decodes to no request")
     }
 
+    @Test func only_lines_naming_a_brief_op_are_decoded_to_tell_a_new_connections_kind() {
+        let brief = ["ping", "quit", #"{"op":"ping","id":7}"#, #"{"id":"a", "op": "quit"}"#]
+        let ordinary = [
+            #"{"op":"subscribe","feed":"users","follow":true}"#, "next users 3", #"{"op":"ack","feed":"numbers","page":12}"#,
+            "status", #"{"op":"metrics"}"#,
+        ]
+        for line in brief + ordinary {
+            let decoded = try? RequestDecoder.decode(Array(line.utf8)[...]).get().request
+            #expect(decoded?.isBrief == brief.contains(line), "\(line)")
+            #expect(Request.mayBeBrief(Array(line.utf8)[...]) == brief.contains(line), "\(line)")
+        }
+    }
+
     @Test func a_pipeline_of_pings_is_ordinary_and_input_without_a_request_tells_nothing() {
         #expect(Self.kind(of: Array(repeating: "ping", count: AskedRequests.briefInputBytes / 5)) == .brief)
         #expect(Self.kind(of: Array(repeating: "ping", count: AskedRequests.briefInputBytes / 5 + 1)) == .ordinary)

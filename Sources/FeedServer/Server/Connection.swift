@@ -207,7 +207,8 @@ final class Connection: ClientHandle {
             var splitter = LineSplitter(maxLineBytes: environment.maxLineBytes)
             _ = splitter.split(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { piece in
                 guard case .line(let line) = piece, let request = Self.request(in: line) else { return true }
-                waiting.asked(brief: (try? RequestDecoder.decode(request).get())?.request.isBrief ?? false)
+                let isBrief = Request.mayBeBrief(request) && (try? RequestDecoder.decode(request).get())?.request.isBrief ?? false
+                waiting.asked(brief: isBrief)
                 return true
             }
             return waiting.kind
