@@ -53,7 +53,7 @@ final class MicroHTTPDaemon {
     private let fixesSendBuffer: Bool
     /// The listening socket, and the descriptors no client may take (read at start, after the
     /// daemon raised its limit).
-    private var listener: Int32 = -1
+    private let listener: Int32
     private let descriptorReserve = DescriptorReserve.current()
     private var isRefusingForDescriptors = false
     let name: String
@@ -229,10 +229,9 @@ final class MicroHTTPDaemon {
             guard daemon.descriptorReserve.hasRoomBelowLine(duplicating: daemon.listener) else {
                 if !daemon.isRefusingForDescriptors {
                     daemon.isRefusingForDescriptors = true
-                    let reserve = daemon.descriptorReserve
                     daemon.logger.error(
-                        "http \(daemon.name): out of file descriptors for clients (the last \(reserve.kept) of \(reserve.limit) are kept "
-                            + "for feeds and the state): closing new connections until one leaves (raise LimitNOFILE= or lower max_clients)")
+                        "http \(daemon.name): out of file descriptors for clients (\(daemon.descriptorReserve.explanation)): "
+                            + "closing new connections until one leaves (raise LimitNOFILE= or lower max_clients)")
                 }
                 return .NO
             }

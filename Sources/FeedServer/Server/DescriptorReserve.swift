@@ -33,6 +33,9 @@ public struct DescriptorReserve: Sendable, Equatable {
         return DescriptorReserve(openFilesLimit: Int(clamping: limit.rlim_cur))
     }
 
+    /// Why clients get no more descriptors, for the log line of either front.
+    public var explanation: String { "the last \(kept) of \(limit) are kept for feeds and the state" }
+
     /// Whether the next descriptor the process opens would be below the line. The kernel gives
     /// the lowest free number, which duplicating `descriptor` finds (and the copy is closed).
     /// Another thread may open one in between: then a client takes one past the line, and the

@@ -24,8 +24,8 @@ public final class Server: ConnectionContext {
     /// accepted meanwhile as descriptors freed up one by one. The episode ends when every waiting
     /// connection has been accepted; it logs one line when it starts and one when it ends.
     private var descriptorShortage: (since: ContinuousClock.Instant, accepted: Int)?
-    /// Read when accepting starts, after the daemon has raised its soft limit.
-    private var descriptorReserve = DescriptorReserve(openFilesLimit: Int(Int32.max))
+    /// Read at the first accept, after the daemon has raised its soft limit.
+    private lazy var descriptorReserve = DescriptorReserve.current()
     private lazy var connectionLog = ConnectionLog(logger: logger, loop: loop)
     /// The `status` reply without its closing brace and id, shared by every request until it is
     /// older than ``statusLifetime`` or something a client did changed it.
@@ -59,7 +59,6 @@ public final class Server: ConnectionContext {
     /// Starts accepting on `descriptor`, a listening Unix stream socket.
     public func start(listeningOn descriptor: Int32) {
         listeningDescriptor = descriptor
-        descriptorReserve = .current()
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         listener = loop.watch(descriptor, for: .readable) { [unowned self] _ in self.acceptPending() }
@@ -68,7 +67,7 @@ public final class Server: ConnectionContext {
     private func acceptPending() {
         for _ in 0..<256 {
             guard descriptorReserve.hasRoomBelowLine(duplicating: listeningDescriptor) else {
-                pauseAccepting(because: "the last \(descriptorReserve.kept) of \(descriptorReserve.limit) are kept for feeds and the state")
+                pauseAccepting(because: descriptorReserve.explanation)
                 return
             }
             // accept4(2) is hidden behind _GNU_SOURCE in Glibc's Swift overlay; fcntl does the same.
