@@ -51,7 +51,7 @@ struct XMLEntryReader {
     /// time (not a copy of the whole: see `feedd_xml_parser`), and `document` (a response's body,
     /// unless it was converted) is let go of as soon as the parse is done, before the last batch
     /// is built.
-    static func entryBatches(in document: consuming DecodedDocument, context: DocumentContext) throws(FeedDocumentError) -> [[FeedEntry]] {
+    static func entryBatches(in document: consuming DecodedDocument, context: DocumentContext) throws(FeedDocumentError) -> [BuiltBatch] {
         let run = ParserRun(context: context)
         let result = try document.withText { text throws(FeedDocumentError) -> Int32 in
             // UInt8 and CChar may alias each other.
@@ -65,7 +65,7 @@ struct XMLEntryReader {
     /// The entries of the UTF-8 document that `first` starts and `body` goes on with, in document
     /// order, read as the body arrives. A failed read of the body is, to libxml2, the end of its
     /// input with an error.
-    static func entryBatches(first: ArraySlice<UInt8>, then body: HTTPBodyStream, context: DocumentContext) throws(FeedDocumentError) -> [[FeedEntry]] {
+    static func entryBatches(first: ArraySlice<UInt8>, then body: HTTPBodyStream, context: DocumentContext) throws(FeedDocumentError) -> [BuiltBatch] {
         let run = ParserRun(context: context)
         var text = ArrivingText(first: first, body: body)
         let result = try withUnsafeMutablePointer(to: &text) { text throws(FeedDocumentError) in
@@ -107,7 +107,7 @@ struct XMLEntryReader {
         }
 
         /// The entries, once ``parse(_:_:)`` has given `result`.
-        func entryBatches(parsed result: Int32) throws(FeedDocumentError) -> [[FeedEntry]] {
+        func entryBatches(parsed result: Int32) throws(FeedDocumentError) -> [BuiltBatch] {
             if let problem = reader.pointee.problem { throw FeedDocumentError(description: problem) }
             guard result == 0 else { throw FeedDocumentError(description: "not well-formed XML") }
             guard reader.pointee.format != nil else { throw FeedDocumentError(description: "empty, not an RSS, Atom or JSON Feed document") }

@@ -100,4 +100,30 @@ import TestSupport
         let bytes = try await Self.pageBytes(example.document, pageSize: example.pageSize, html: example.html, contentType: example.contentType)
         #expect(Self.digest(bytes) == example.digest, "\(example.name): \(String(decoding: bytes.prefix(600), as: UTF8.self))")
     }
+
+    /// A document's pages are written into one buffer, used again once a page's items are let
+    /// go: items still held when the next page is written keep their bytes.
+    @Test func items_held_while_later_pages_are_written_keep_their_bytes() async throws {
+        let upstream = try LoopbackUpstream()
+        upstream.setResource("/feed.xml", .text(Self.manyItems, contentType: "application/rss+xml"))
+        let source = try RSSSource(
+            options: AdapterOptions(feed: "news", values: ["url": .string(upstream.baseURL + "/feed.xml"), "page_size": .integer(50)]),
+            context: AdapterConformance.context())
+        func bytes(_ items: [Item]) -> [UInt8] {
+            var writer = JSONWriter()
+            Item.write(items, to: &writer)
+            return writer.bytes
+        }
+        var held: [(items: [Item], bytes: [UInt8])] = []
+        var request = PageRequest(page: 1, token: nil, generation: 1, seed: "test")
+        while true {
+            guard case .page(let items, let next) = try await source.fetch(request) else { throw TestFailure("expected a page") }
+            held.append((items, bytes(items)))
+            guard case .more(let token) = next else { break }
+            request = PageRequest(page: request.page + 1, token: token, generation: 1, seed: "test")
+        }
+        #expect(held.count == 5)
+        for (number, page) in held.enumerated() { #expect(bytes(page.items) == page.bytes, "page \(number + 1)") }
+        #expect(Set(held.flatMap { $0.items.map(\.id) }).count > 100)
+    }
 }
