@@ -21,14 +21,9 @@ public struct FeedEntry: Sendable, Hashable {
 }
 
 extension JSONWriter {
-    /// A JSON string of a feed's text, or null; C1 control characters (U+0080 to U+009F), which
+    /// A JSON string of a feed's text; C1 control characters (U+0080 to U+009F), which
     /// no feed means as such, become the Windows-1252 characters their bytes stand for, as
     /// browsers and feedparser read them (a `&#147;` or a Latin-1 document's `0x93` is “).
-    mutating func feedText(_ text: ArraySlice<UInt8>?) {
-        guard let text else { return fragment(JSONText.null) }
-        text.withUnsafeBufferPointer { feedText($0) }
-    }
-
     mutating func feedText(_ utf8: UnsafeBufferPointer<UInt8>) {
         raw(UInt8(ascii: "\""))
         var runStart = 0
@@ -64,31 +59,17 @@ extension JSONWriter {
         raw(UInt8(ascii: "\""))
     }
 
-    /// One of ``JSONText``'s pieces of JSON.
-    mutating func fragment(_ piece: [UInt8]) {
-        bytes.append(contentsOf: piece)
-    }
-
     /// A time as an RFC 3339 JSON string, or null.
     mutating func time(_ time: FeedTime?) {
-        guard let time else { return fragment(JSONText.null) }
+        guard let time else { return raw("null") }
         raw(UInt8(ascii: "\""))
         time.appendRFC3339(to: &bytes)
         raw(UInt8(ascii: "\""))
     }
 }
 
-/// The pieces of an entry's JSON, and how feed text is written into a JSON string.
+/// How feed text is written into a JSON string.
 enum JSONText {
-    static let title = Array(#"{"title":"#.utf8)
-    static let link = Array(#","link":"#.utf8)
-    static let published = Array(#","published":"#.utf8)
-    static let updated = Array(#","updated":"#.utf8)
-    static let summary = Array(#","summary":"#.utf8)
-    static let author = Array(#","author":"#.utf8)
-    static let categories = Array(#","categories":"#.utf8)
-    static let null = Array("null".utf8)
-
     /// Whether a byte does not stand for itself in a JSON string: control characters, `"` and
     /// `\\`, and 0xC2, which may start a C1 control (see ``windows1252(_:)``).
     static func needsCare(_ byte: UInt8) -> Bool {
