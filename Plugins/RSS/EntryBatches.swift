@@ -11,7 +11,7 @@ struct CapturedText: Sendable {
 struct CapturedEntry: Sendable {
     var title: CapturedText?
     var link: CapturedText?
-    /// The base URI the link is relative to.
+    /// The base URI the link is relative to, if not the document's.
     var linkBase: String?
     var summary: CapturedText?
     var published: CapturedText?
@@ -51,8 +51,9 @@ struct CapturedBatch: Sendable {
         if offset < bytes.count { bytes.removeLast(bytes.count - offset) }
     }
 
-    /// Keeps the entry whose fields' text is in `bytes` where `fields` says.
-    mutating func add(_ fields: EntryFields) {
+    /// Keeps the entry whose fields' text is in `bytes` where `fields` says, its link relative to
+    /// `linkBase` (nil: the document's base).
+    mutating func add(_ fields: EntryFields, linkBase: String?) {
         func text(_ field: Field) -> CapturedText? {
             let slot = fields[field]
             return slot.isEmpty ? nil : CapturedText(range: slot.range, kind: slot.kind)
@@ -60,7 +61,7 @@ struct CapturedBatch: Sendable {
         var entry = CapturedEntry()
         entry.title = text(.title)
         entry.link = text(.link)
-        entry.linkBase = fields[.link].base
+        entry.linkBase = linkBase
         // The summary, else the content if it is text (not an image's bytes).
         entry.summary = text(.summary) ?? (fields[.content].kind == .binary ? nil : text(.content))
         entry.published = text(.published)
