@@ -11,7 +11,7 @@ struct CapturedText: Sendable {
 struct CapturedEntry: Sendable {
     var title: CapturedText?
     var link: CapturedText?
-    /// The base URI the link is relative to.
+    /// The base URI the link is relative to, if not the document's.
     var linkBase: String?
     var summary: CapturedText?
     var published: CapturedText?
@@ -24,9 +24,9 @@ struct CapturedEntry: Sendable {
     var categories: Range<Int> = 0..<0
 }
 
-/// Entries as the reader found them, their text in one buffer, on their way to becoming
-/// ``FeedEntry`` values: the work of turning them into JSON (dates, links, escaping, HTML as
-/// text) is done a batch at a time, on other cores while the document is still being read.
+/// Entries as the reader found them, their text in one buffer, on their way to becoming a
+/// ``BuiltBatch``: the work of reading their dates, links and ids (and HTML as text) is done a
+/// batch at a time, on other cores while the document is still being read.
 ///
 /// The reader captures each field's text straight into `bytes`, and takes back (drops from the
 /// end) what no field wants.
@@ -51,8 +51,9 @@ struct CapturedBatch: Sendable {
         if offset < bytes.count { bytes.removeLast(bytes.count - offset) }
     }
 
-    /// Keeps the entry whose fields' text is in `bytes` where `fields` says.
-    mutating func add(_ fields: EntryFields) {
+    /// Keeps the entry whose fields' text is in `bytes` where `fields` says, its link relative to
+    /// `linkBase` (nil: the document's base).
+    mutating func add(_ fields: EntryFields, linkBase: String?) {
         func text(_ field: Field) -> CapturedText? {
             let slot = fields[field]
             return slot.isEmpty ? nil : CapturedText(range: slot.range, kind: slot.kind)
@@ -60,7 +61,7 @@ struct CapturedBatch: Sendable {
         var entry = CapturedEntry()
         entry.title = text(.title)
         entry.link = text(.link)
-        entry.linkBase = fields[.link].base
+        entry.linkBase = linkBase
         // The summary, else the content if it is text (not an image's bytes).
         entry.summary = text(.summary) ?? (fields[.content].kind == .binary ? nil : text(.content))
         entry.published = text(.published)
@@ -74,29 +75,35 @@ struct CapturedBatch: Sendable {
         entries.append(entry)
     }
 
-    /// The batch's entries as published, in order.
-    func built(_ context: DocumentContext) -> [FeedEntry] {
-        entries.compactMap { entry in
+    /// The batch's entries built, in order, their text still where it was captured.
+    func built(_ context: DocumentContext) -> BuiltBatch {
+        var built = BuiltBatch(text: bytes, categories: categories, expectedEntries: entries.count)
+        for entry in entries {
             func text(_ captured: CapturedText?) -> ArraySlice<UInt8>? { captured.map { bytes[$0.range] } }
-            func readable(_ captured: CapturedText?) -> ArraySlice<UInt8>? {
+            func kept(_ captured: CapturedText?) -> BuiltText? { captured.map { BuiltText(range: $0.range, isDerived: false) } }
+            func readable(_ captured: CapturedText?) -> BuiltText? {
                 guard let captured else { return nil }
-                guard context.plainText, captured.kind == .html || captured.kind == .markup else { return bytes[captured.range] }
+                guard context.plainText, captured.kind == .html || captured.kind == .markup else { return kept(captured) }
                 let plain = HTMLText.plainText(bytes[captured.range])
-                return plain.isEmpty ? nil : plain[...]
+                return plain.isEmpty ? nil : built.derive(plain)
             }
             func time(_ captured: CapturedText?) -> FeedTime? { text(captured)?.withUnsafeBufferPointer { FeedTime(utf8: $0) } }
-            var values = EntryValues()
-            values.title = readable(entry.title)
-            values.link = text(entry.link).flatMap { LinkResolution.resolve($0, against: entry.linkBase ?? context.base) }
-            values.summary = readable(entry.summary)
+            var fields = BuiltEntry.Fields()
+            fields.title = readable(entry.title)
+            if let link = entry.link {
+                // A link stands as it is written unless it is relative to a base.
+                let resolved = LinkResolution.resolution(of: bytes[link.range], against: entry.linkBase ?? context.base)
+                fields.link = resolved.map { built.derive($0.utf8) } ?? kept(link)
+            }
+            fields.summary = readable(entry.summary)
             let date = time(entry.date)
-            values.published = time(entry.published) ?? date
-            values.updated = time(entry.updated) ?? date
-            values.author = text(entry.author)
-            values.categoryText = bytes
-            values.categoryRanges = categories[entry.categories]
-            return values.entry(guid: text(entry.guid), id: text(entry.id))
+            fields.published = time(entry.published) ?? date
+            fields.updated = time(entry.updated) ?? date
+            fields.author = kept(entry.author)
+            fields.categories = entry.categories
+            built.add(fields, guid: text(entry.guid), id: text(entry.id))
         }
+        return built
     }
 }
 
@@ -106,7 +113,7 @@ struct CapturedBatch: Sendable {
 final class BatchBuilder {
     private let context: DocumentContext
     private let group = DispatchGroup()
-    private let built = Locked<[Int: [FeedEntry]]>([:])
+    private let built = Locked<[Int: BuiltBatch]>([:])
     private var submitted = 0
 
     init(context: DocumentContext) {
@@ -125,16 +132,13 @@ final class BatchBuilder {
     }
 
     /// Every entry, in order, in batches: the submitted batches' (waited for), then `last`'s.
-    /// Not joined into one array: the entries are copied once, into their items, in the order
-    /// their pages take them (a join retains and releases each entry's id and JSON, on the
-    /// thread every page waits for).
-    func entryBatches(finishing last: CapturedBatch) -> [[FeedEntry]] {
+    func entryBatches(finishing last: CapturedBatch) -> [BuiltBatch] {
         let tail = last.built(context)
         group.wait()
         let batches = built.withLock { built in
             defer { built = [:] }
             return built
         }
-        return (0..<submitted).map { batches[$0] ?? [] } + [tail]
+        return (0..<submitted).map { batches[$0] ?? BuiltBatch() } + [tail]
     }
 }

@@ -31,11 +31,11 @@ public enum FeedDocument {
     /// The entries of `body`, a response's body as it came; `body` is let go of as soon as it is
     /// no longer needed, which frees it while the entries are built if the caller gave it up too.
     public static func entries(in body: consuming [UInt8], context: DocumentContext = DocumentContext()) throws(FeedDocumentError) -> [FeedEntry] {
-        try entryBatches(in: body, context: context).flatMap { $0 }
+        try entryBatches(in: body, context: context).flatMap(\.feedEntries)
     }
 
     /// ``entries(in:context:)`` in batches, as the reader built them (see ``BatchBuilder``).
-    static func entryBatches(in body: consuming [UInt8], context: DocumentContext) throws(FeedDocumentError) -> [[FeedEntry]] {
+    static func entryBatches(in body: consuming [UInt8], context: DocumentContext) throws(FeedDocumentError) -> [BuiltBatch] {
         let document = try DecodedDocument(body, contentType: context.contentType)
         guard document.isJSON else { return try XMLEntryReader.entryBatches(in: document, context: context) }
         return [try document.withText { text throws(FeedDocumentError) in try JSONFeedReader.entries(in: text, context: context) }]
@@ -47,11 +47,11 @@ public enum FeedDocument {
     /// ``entries(in:context:)`` reads it. A body whose read fails is "not read in full"; the
     /// body's ``HTTPBodyStream/failureRead`` says why.
     public static func entries(arriving body: HTTPBodyStream, context: DocumentContext = DocumentContext()) throws(FeedDocumentError) -> [FeedEntry] {
-        try entryBatches(arriving: body, context: context).flatMap { $0 }
+        try entryBatches(arriving: body, context: context).flatMap(\.feedEntries)
     }
 
     /// ``entries(arriving:context:)`` in batches, as the reader built them (see ``BatchBuilder``).
-    static func entryBatches(arriving body: HTTPBodyStream, context: DocumentContext) throws(FeedDocumentError) -> [[FeedEntry]] {
+    static func entryBatches(arriving body: HTTPBodyStream, context: DocumentContext) throws(FeedDocumentError) -> [BuiltBatch] {
         do {
             var bytes = try body.read(upTo: DecodedDocument.sniffedBytes)
             if bytes.count == DecodedDocument.sniffedBytes, let start = DecodedDocument.utf8XMLStart(bytes, contentType: context.contentType) {

@@ -3,94 +3,27 @@ import Foundation
 
 /// One entry of a feed document as the `rss` adapter publishes it: its id, its time, and its JSON
 /// `{"title","link","published","updated","summary","author","categories"}` (times in RFC 3339, a
-/// missing field null), written once as text while the document is read.
+/// missing field null).
+///
+/// The adapter's own pages do not go through this type: they are written from the batches the
+/// reader built (see ``BuiltBatch``), a page at a time. This is the document's entries one by
+/// one, for a reader of the document alone (``FeedDocument/entries(in:context:)``), written by the
+/// same code.
 public struct FeedEntry: Sendable, Hashable {
     /// `guid`, else `atom:id` (a JSON Feed item's `id`), else the link, else a hash of the JSON.
     public let id: String
     /// When it was published, else last updated: what "newest" means.
     public let time: FeedTime?
     public let json: RawJSON
-    /// The id's hash, as ``PublishedEntries`` knows an entry: taken where the entry is built (a
-    /// batch builder's core, while libxml2 reads on), not in the one pass after the parse that
-    /// every page waits for.
-    let idHash: UInt64
-
-    init(id: String, time: FeedTime?, json: RawJSON) {
-        self.id = id
-        self.time = time
-        self.json = json
-        idHash = PublishedEntries.hash(id)
-    }
 
     /// The entry as a page item.
     public var item: Item { Item(id: id, json: json) }
 }
 
-/// The seven fields of an entry, as bytes in the document's text, on their way to JSON.
-struct EntryValues {
-    var title: ArraySlice<UInt8>?
-    var link: String?
-    var published: FeedTime?
-    var updated: FeedTime?
-    var summary: ArraySlice<UInt8>?
-    var author: ArraySlice<UInt8>?
-    /// Each category's text: a range of `categoryText`. The XML reader's are its batch's buffer
-    /// and a slice of its ranges, shared, not copied (callgrind, a 20k document: every category
-    /// appended to a new pair of arrays per entry, grown as they filled, was 29 M instructions).
-    var categoryText: [UInt8] = []
-    var categoryRanges: ArraySlice<Range<Int>> = []
-
-    /// The entry, with its id from `guid`, else `id`, else the link, else a hash of its JSON; nil
-    /// only if its text is not UTF-8, which the readers never let through.
-    func entry(guid: ArraySlice<UInt8>?, id: ArraySlice<UInt8>?) -> FeedEntry? {
-        let categoryBytes = categoryRanges.reduce(0) { $0 + $1.count }
-        var writer = JSONWriter(reservingCapacity: 160 + (title?.count ?? 0) + (summary?.count ?? 0) + (link?.utf8.count ?? 0) + categoryBytes)
-        writer.fragment(JSONText.title)
-        writer.feedText(title)
-        writer.fragment(JSONText.link)
-        if var link {
-            link.withUTF8 { writer.feedText($0) }
-        } else {
-            writer.fragment(JSONText.null)
-        }
-        writer.fragment(JSONText.published)
-        writer.time(published)
-        writer.fragment(JSONText.updated)
-        writer.time(updated)
-        writer.fragment(JSONText.summary)
-        writer.feedText(summary)
-        writer.fragment(JSONText.author)
-        writer.feedText(author)
-        writer.fragment(JSONText.categories)
-        if categoryRanges.isEmpty {
-            writer.fragment(JSONText.null)
-        } else {
-            categoryText.withUnsafeBufferPointer { text in
-                for (index, range) in categoryRanges.enumerated() {
-                    writer.raw(index == 0 ? UInt8(ascii: "[") : UInt8(ascii: ","))
-                    writer.feedText(UnsafeBufferPointer(rebasing: text[range]))
-                }
-            }
-            writer.raw(UInt8(ascii: "]"))
-        }
-        writer.raw(UInt8(ascii: "}"))
-        guard let json = RawJSON(written: writer.bytes) else { return nil }
-        // Without a temporary array of the candidates (callgrind: 15 M instructions a 20k document).
-        func nonEmpty<Text: Collection>(_ text: Text?) -> Text? { text?.isEmpty == false ? text : nil }
-        let identifier = (nonEmpty(guid) ?? nonEmpty(id)).map { String(decoding: $0, as: UTF8.self) } ?? nonEmpty(link) ?? StableHash.hex(writer.bytes)
-        return FeedEntry(id: identifier, time: published ?? updated, json: json)
-    }
-}
-
 extension JSONWriter {
-    /// A JSON string of a feed's text, or null; C1 control characters (U+0080 to U+009F), which
+    /// A JSON string of a feed's text; C1 control characters (U+0080 to U+009F), which
     /// no feed means as such, become the Windows-1252 characters their bytes stand for, as
     /// browsers and feedparser read them (a `&#147;` or a Latin-1 document's `0x93` is “).
-    mutating func feedText(_ text: ArraySlice<UInt8>?) {
-        guard let text else { return fragment(JSONText.null) }
-        text.withUnsafeBufferPointer { feedText($0) }
-    }
-
     mutating func feedText(_ utf8: UnsafeBufferPointer<UInt8>) {
         raw(UInt8(ascii: "\""))
         var runStart = 0
@@ -126,31 +59,17 @@ extension JSONWriter {
         raw(UInt8(ascii: "\""))
     }
 
-    /// One of ``JSONText``'s pieces of JSON.
-    mutating func fragment(_ piece: [UInt8]) {
-        bytes.append(contentsOf: piece)
-    }
-
     /// A time as an RFC 3339 JSON string, or null.
     mutating func time(_ time: FeedTime?) {
-        guard let time else { return fragment(JSONText.null) }
+        guard let time else { return raw("null") }
         raw(UInt8(ascii: "\""))
         time.appendRFC3339(to: &bytes)
         raw(UInt8(ascii: "\""))
     }
 }
 
-/// The pieces of an entry's JSON, and how feed text is written into a JSON string.
+/// How feed text is written into a JSON string.
 enum JSONText {
-    static let title = Array(#"{"title":"#.utf8)
-    static let link = Array(#","link":"#.utf8)
-    static let published = Array(#","published":"#.utf8)
-    static let updated = Array(#","updated":"#.utf8)
-    static let summary = Array(#","summary":"#.utf8)
-    static let author = Array(#","author":"#.utf8)
-    static let categories = Array(#","categories":"#.utf8)
-    static let null = Array("null".utf8)
-
     /// Whether a byte does not stand for itself in a JSON string: control characters, `"` and
     /// `\\`, and 0xC2, which may start a C1 control (see ``windows1252(_:)``).
     static func needsCare(_ byte: UInt8) -> Bool {

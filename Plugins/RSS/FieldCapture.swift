@@ -84,11 +84,11 @@ extension XMLEntryReader {
         }
         let mode: FieldCapture.Mode = !role.holdsMarkup ? .direct : (kind == .markup && !base64 ? .markup : .flexible)
         capture = FieldCapture(role: role, depth: depth, start: batch.bytes.count, mode: mode, kind: kind, base64: base64, unwrapsDiv: unwrapsDiv)
-        captureBase = role == .link || role == .guid ? currentBase : nil
+        captureBase = role == .link || role == .guid ? currentBase : .document
     }
 
     /// Keeps an attribute's value as `field`'s text (or, without a field, as a category).
-    mutating func keepAttribute(_ value: UnsafeBufferPointer<UInt8>, as field: (Field, UInt8)?, base: String? = nil) {
+    mutating func keepAttribute(_ value: UnsafeBufferPointer<UInt8>, as field: (Field, UInt8)?, base: BaseNumber = .document) {
         let start = batch.bytes.count
         batch.bytes.append(contentsOf: value)
         let range = Trimming.trimmed(start..<batch.bytes.count, in: batch.bytes)

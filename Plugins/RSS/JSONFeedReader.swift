@@ -7,7 +7,7 @@ import Foundation
 /// `date_published` and `date_modified`; the first of `authors` (1.1) or `author` (1.0), else
 /// the feed's; `tags` as categories; `id` as the id.
 enum JSONFeedReader {
-    static func entries(in text: UnsafeBufferPointer<UInt8>, context: DocumentContext) throws(FeedDocumentError) -> [FeedEntry] {
+    static func entries(in text: UnsafeBufferPointer<UInt8>, context: DocumentContext) throws(FeedDocumentError) -> BuiltBatch {
         let document: JSONValue
         do {
             document = try JSONValue(parsing: text)
@@ -21,41 +21,41 @@ enum JSONFeedReader {
             throw FeedDocumentError(description: "a JSON Feed without an \"items\" array")
         }
         let feedAuthor = authorName(document)
-        return items.compactMap { item in entry(item, feedAuthor: feedAuthor, context: context) }
+        var batch = BuiltBatch(expectedEntries: items.count)
+        for item in items { add(item, to: &batch, feedAuthor: feedAuthor, context: context) }
+        return batch
     }
 
-    private static func entry(_ item: JSONValue, feedAuthor: String?, context: DocumentContext) -> FeedEntry? {
-        guard item.objectValue != nil else { return nil }
+    private static func add(_ item: JSONValue, to batch: inout BuiltBatch, feedAuthor: String?, context: DocumentContext) {
+        guard item.objectValue != nil else { return }
         func bytes(_ key: String) -> ArraySlice<UInt8>? {
             guard let text = item[key]?.stringValue else { return nil }
             let trimmed = Trimming.trimmed(Array(text.utf8)[...])
             return trimmed.isEmpty ? nil : trimmed
         }
-        var values = EntryValues()
-        values.title = bytes("title")
-        values.link = (bytes("url") ?? bytes("external_url")).flatMap { LinkResolution.resolve($0, against: context.base) }
+        var fields = BuiltEntry.Fields()
+        fields.title = bytes("title").map { batch.capture($0) }
+        fields.link = (bytes("url") ?? bytes("external_url")).map { batch.capture(LinkResolution.resolve($0, against: context.base).utf8) }
         if let summary = bytes("summary") {
-            values.summary = summary
+            fields.summary = batch.capture(summary)
         } else if let html = bytes("content_html") {
-            values.summary = context.plainText ? HTMLText.plainText(html)[...] : html
+            fields.summary = batch.capture(context.plainText ? HTMLText.plainText(html)[...] : html)
         } else {
-            values.summary = bytes("content_text")
+            fields.summary = bytes("content_text").map { batch.capture($0) }
         }
-        values.published = item["date_published"]?.stringValue.flatMap(FeedTime.init)
-        values.updated = item["date_modified"]?.stringValue.flatMap(FeedTime.init)
-        values.author = (authorName(item) ?? feedAuthor).map { Array($0.utf8)[...] }
+        fields.published = item["date_published"]?.stringValue.flatMap(FeedTime.init)
+        fields.updated = item["date_modified"]?.stringValue.flatMap(FeedTime.init)
+        fields.author = (authorName(item) ?? feedAuthor).map { batch.capture($0.utf8) }
         var tags: [String] = []
-        var ranges: [Range<Int>] = []
+        let firstCategory = batch.categories.count
         for tag in item["tags"]?.arrayValue ?? [] {
             guard let text = tag.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty, !tags.contains(text) else { continue }
             tags.append(text)
-            let start = values.categoryText.count
-            values.categoryText.append(contentsOf: text.utf8)
-            ranges.append(start..<values.categoryText.count)
+            batch.captureCategory(text.utf8)
         }
-        values.categoryRanges = ranges[...]
+        fields.categories = firstCategory..<batch.categories.count
         let id: String? = item["id"]?.stringValue ?? item["id"]?.integerValue.map { String($0) }
-        return values.entry(guid: id.map { Array($0.utf8)[...] }, id: nil)
+        batch.add(fields, guid: id.map { Array($0.utf8)[...] }, id: nil)
     }
 
     /// The name of the first of `authors` (JSON Feed 1.1), else of `author` (1.0).

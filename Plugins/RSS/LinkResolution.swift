@@ -5,17 +5,22 @@ import CLibXML2
 /// else the document's URL.
 enum LinkResolution {
     /// `link` resolved against `base`; a link that is already absolute is given as it is written.
-    static func resolve(_ link: ArraySlice<UInt8>, against base: String) -> String? {
-        let text = String(decoding: link, as: UTF8.self)
-        guard !hasScheme(text), !base.isEmpty else { return text }
-        return resolved(text, against: base) ?? text
+    static func resolve(_ link: ArraySlice<UInt8>, against base: String) -> String {
+        resolution(of: link, against: base) ?? String(decoding: link, as: UTF8.self)
+    }
+
+    /// `link` resolved against `base`, or nil where it stands as it is written: it is absolute,
+    /// there is no base, or it cannot be resolved.
+    static func resolution(of link: ArraySlice<UInt8>, against base: String) -> String? {
+        guard !hasScheme(link), !base.isEmpty else { return nil }
+        return resolved(String(decoding: link, as: UTF8.self), against: base)
     }
 
     /// `value` (an `xml:base` or a `Content-Location`) resolved against `base`, if the result
     /// can be the base of a feed's links: a base in another scheme (`javascript:`) is ignored.
     static func resolveBase(_ value: String, against base: String) -> String? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
-        guard let absolute = hasScheme(trimmed) ? trimmed : resolved(trimmed, against: base) else { return nil }
+        guard let absolute = hasScheme(trimmed.utf8) ? trimmed : resolved(trimmed, against: base) else { return nil }
         guard let colon = absolute.firstIndex(of: ":"), baseSchemes.contains(absolute[..<colon].lowercased()) else { return nil }
         return absolute
     }
@@ -23,8 +28,8 @@ enum LinkResolution {
     private static let baseSchemes: Set<String> = ["http", "https", "ftp", "file", "feed"]
 
     /// Whether `text` starts with a URI scheme (`http:`, `mailto:`, `tag:`).
-    private static func hasScheme(_ text: String) -> Bool {
-        var utf8 = text.utf8.makeIterator()
+    private static func hasScheme(_ text: some Sequence<UInt8>) -> Bool {
+        var utf8 = text.makeIterator()
         guard let first = utf8.next(), (first | 0x20) &- UInt8(ascii: "a") < 26 else { return false }
         while let byte = utf8.next() {
             if byte == UInt8(ascii: ":") { return true }

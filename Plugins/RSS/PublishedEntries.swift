@@ -25,10 +25,12 @@ final class PublishedEntries: Sendable {
         var batches: [Int: Batch] = [:]
     }
 
-    /// The entries one look found new, and the page (of the token) they start at.
+    /// The entries one look found new (places in the document's built batches, in the order
+    /// their pages take them), and the page (of the token) they start at.
     struct Batch {
         let firstPage: Int
-        let items: [Item]
+        let entries: DocumentEntries
+        let places: [EntryPlace]
     }
 
     private let file: String?
@@ -51,32 +53,33 @@ final class PublishedEntries: Sendable {
 
     /// Keeps the entries of `entries` never published in `generation` as batch `number`, starting
     /// at `firstPage`, and returns it (nil: nothing new). A document listing an id twice counts it
-    /// once. `idHashes` are the entries' ids' ``hash(_:)``, in the same order.
-    func makeBatch(_ number: Int, firstPage: Int, of entries: [Item], idHashes: [UInt64], generation: Int) -> Batch? {
+    /// once.
+    func makeBatch(_ number: Int, firstPage: Int, of entries: DocumentEntries, generation: Int) -> Batch? {
         state.withLock { state in
             prepare(&state, generation: generation)
-            var ids = Set<UInt64>(minimumCapacity: entries.count)
-            let isFresh = idHashes.map { hash in !state.seen.contains(hash) && ids.insert(hash).inserted }
+            var ids = Set<UInt64>(minimumCapacity: entries.idHashes.count)
+            let isFresh = entries.idHashes.map { hash in !state.seen.contains(hash) && ids.insert(hash).inserted }
             // A document read once has every entry fresh, and its array is kept as it is, not copied.
-            let fresh = isFresh.allSatisfy { $0 } ? entries : zip(entries, isFresh).compactMap { $1 ? $0 : nil }
+            let fresh = isFresh.allSatisfy { $0 } ? entries.newestFirst : zip(entries.newestFirst, isFresh).compactMap { $1 ? $0 : nil }
             guard !fresh.isEmpty else { return nil }
-            let batch = Batch(firstPage: firstPage, items: fresh)
+            let batch = Batch(firstPage: firstPage, entries: entries, places: fresh)
             state.batches[number] = batch
             var kept = 0
             for old in state.batches.keys.sorted(by: >) where old != number {
-                kept += state.batches[old]!.items.count
+                kept += state.batches[old]!.places.count
                 if kept > Self.keptBatchItems { state.batches[old] = nil }
             }
             return batch
         }
     }
 
-    /// Remembers `items` as published in `generation` (the page holding them is being served),
-    /// in the file too.
-    func published(_ items: [Item], generation: Int) {
+    /// Remembers the entries at `places` of `entries` as published in `generation` (the page
+    /// holding them is being served), in the file too.
+    func published(_ places: some Collection<EntryPlace>, of entries: DocumentEntries, generation: Int) {
+        let hashes = places.map { entries.batches[Int($0.batch)].entries[Int($0.index)].idHash }
         let fresh: [UInt64] = state.withLock { state in
             prepare(&state, generation: generation)
-            return items.map { Self.hash($0.id) }.filter { state.seen.insert($0).inserted }
+            return hashes.filter { state.seen.insert($0).inserted }
         }
         if !fresh.isEmpty { append(fresh) }
     }

@@ -35,6 +35,7 @@ public struct RSSSource: SourceAdapter {
     let http: HTTPSource
     let published: PublishedEntries
     let revalidation = RevalidationMemory()
+    let pageBuffer = PageBuffer()
 
     public init(options: AdapterOptions, context: AdapterContext) throws {
         let text = try options.requiredString("url")
@@ -70,22 +71,25 @@ public struct RSSSource: SourceAdapter {
         var found = published.batch(batchNumber, generation: generation)
         if found == nil {
             guard let entries = try await readDocument(generation: generation) else { return .notYet }
-            found = published.makeBatch(batchNumber, firstPage: page, of: entries.items, idHashes: entries.idHashes, generation: generation)
+            found = published.makeBatch(batchNumber, firstPage: page, of: entries, generation: generation)
         }
         // A batch rebuilt after a restart starts at the page asked for: it holds what was never published.
         guard let batch = found, page >= batch.firstPage else { return polls ? .notYet : .page([], next: .end) }
         let index = page - batch.firstPage
-        let pageCount = (batch.items.count + pageSize - 1) / pageSize
+        let pageCount = (batch.places.count + pageSize - 1) / pageSize
         guard index < pageCount else { return polls ? .notYet : .page([], next: .end) }
-        let pageItems = Array(batch.items[index * pageSize..<min(batch.items.count, (index + 1) * pageSize)])
-        if polls { published.published(pageItems, generation: generation) }
+        let places = batch.places[index * pageSize..<min(batch.places.count, (index + 1) * pageSize)]
+        // Each entry's JSON is written here, straight from the text the reader captured.
+        let pageItems = pageBuffer.items(at: places, of: batch.entries.batches, morePages: index + 1 < pageCount)
+        if polls { published.published(places, of: batch.entries, generation: generation) }
         if index + 1 < pageCount { return .page(pageItems, next: .more(token: "\(batchNumber).\(page + 1)")) }
         return .page(pageItems, next: polls ? .more(token: "\(batchNumber + 1).1") : .end)
     }
 
-    /// The document's items, newest first; nil when a poll finds it unchanged (`304`). The
-    /// document is read as it downloads (see ``FeedDocument/entries(arriving:context:)``).
-    private func readDocument(generation: Int) async throws(SourceError) -> NewestFirst? {
+    /// The document's entries, in the order their pages take them; nil when a poll finds it
+    /// unchanged (`304`). The document is read as it downloads (see
+    /// ``FeedDocument/entries(arriving:context:)``).
+    private func readDocument(generation: Int) async throws(SourceError) -> DocumentEntries? {
         let validators = polls ? revalidation.validators(for: url, generation: generation) : nil
         let read = try await http.get(url, ifChangedSince: validators) { response, body throws(SourceError) in
             let context = DocumentContext(
@@ -99,54 +103,13 @@ public struct RSSSource: SourceAdapter {
         }
         guard let (response, entries) = read else { return nil }
         if polls { revalidation.remember(response, from: url, generation: generation) }
-        return Self.newestFirst(entries)
+        return DocumentEntries(entries)
     }
 
-    /// A document's items in the order its pages take them, and their ids' hashes (for
-    /// ``PublishedEntries``), in the same order.
-    struct NewestFirst {
-        let items: [Item]
-        let idHashes: [UInt64]
-    }
-
-    /// The entries' items in the order their pages take them (``newestFirst(_:)`` of one batch).
+    /// The entries' items in the order their pages take them: by `published`, else `updated`,
+    /// newest first; undated entries last, in document order.
     public static func itemsNewestFirst(_ entries: [FeedEntry]) -> [Item] {
-        newestFirst([entries]).items
-    }
-
-    /// The items of entries in batches, in document order, by `published`, else `updated`, newest
-    /// first; undated entries last, in document order. Sorted as (time, position) pairs, which
-    /// compare without touching the entries; then each entry is copied once, straight into its
-    /// item, with the batches read in order and each item written at its rank (reading
-    /// `batches[b][i]` in sorted order would retain and release a batch's array per read).
-    static func newestFirst(_ batches: [[FeedEntry]]) -> NewestFirst {
-        let count = batches.reduce(0) { $0 + $1.count }
-        var keys: [(time: Int64, position: Int)] = []
-        keys.reserveCapacity(count)
-        for batch in batches {
-            batch.withUnsafeBufferPointer { entries in
-                for index in entries.indices { keys.append((entries[index].time?.millisecondsSinceEpoch ?? .min, keys.count)) }
-            }
-        }
-        keys.sort { $0.time != $1.time ? $0.time > $1.time : $0.position < $1.position }
-        var rank = [Int](repeating: 0, count: count)
-        for (place, key) in keys.enumerated() { rank[key.position] = place }
-        var idHashes = [UInt64](repeating: 0, count: count)
-        let items = [Item](unsafeUninitializedCapacity: count) { items, initialized in
-            var position = 0
-            for batch in batches {
-                batch.withUnsafeBufferPointer { entries in
-                    for index in entries.indices {
-                        let place = rank[position]
-                        (items.baseAddress! + place).initialize(to: entries[index].item)
-                        idHashes[place] = entries[index].idHash
-                        position += 1
-                    }
-                }
-            }
-            initialized = count
-        }
-        return NewestFirst(items: items, idHashes: idHashes)
+        DocumentEntries.newestFirst(entries.map(\.time)).map { entries[$0].item }
     }
 
     /// `"B.P"`: batch B, page P; nil (page 1) is batch 1, page 1.

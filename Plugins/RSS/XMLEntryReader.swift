@@ -38,11 +38,13 @@ struct XMLEntryReader {
     /// The depth of the outermost `itunes:category` in the entry, 0 if none is open.
     private var categoryDepth = 0
     /// `xml:base` in force, innermost last, with the depth of the element that set it.
-    private var bases: [(depth: Int, uri: String)] = []
+    private var bases: [(depth: Int, number: BaseNumber)] = []
+    /// Every `xml:base` the document set, resolved, in document order: number n is `knownBases[n - 1]`.
+    private var knownBases: [String] = []
     var fields = EntryFields()
     var capture: FieldCapture?
     /// The base URI where the field being captured is, if it is a link.
-    var captureBase: String?
+    var captureBase = BaseNumber.document
     var person = PersonCapture()
     /// Whether the entry's `guid` is its link too (RSS 2.0's `isPermaLink`, true unless it says false).
     var guidIsPermalink = true
@@ -51,7 +53,7 @@ struct XMLEntryReader {
     /// time (not a copy of the whole: see `feedd_xml_parser`), and `document` (a response's body,
     /// unless it was converted) is let go of as soon as the parse is done, before the last batch
     /// is built.
-    static func entryBatches(in document: consuming DecodedDocument, context: DocumentContext) throws(FeedDocumentError) -> [[FeedEntry]] {
+    static func entryBatches(in document: consuming DecodedDocument, context: DocumentContext) throws(FeedDocumentError) -> [BuiltBatch] {
         let run = ParserRun(context: context)
         let result = try document.withText { text throws(FeedDocumentError) -> Int32 in
             // UInt8 and CChar may alias each other.
@@ -65,7 +67,7 @@ struct XMLEntryReader {
     /// The entries of the UTF-8 document that `first` starts and `body` goes on with, in document
     /// order, read as the body arrives. A failed read of the body is, to libxml2, the end of its
     /// input with an error.
-    static func entryBatches(first: ArraySlice<UInt8>, then body: HTTPBodyStream, context: DocumentContext) throws(FeedDocumentError) -> [[FeedEntry]] {
+    static func entryBatches(first: ArraySlice<UInt8>, then body: HTTPBodyStream, context: DocumentContext) throws(FeedDocumentError) -> [BuiltBatch] {
         let run = ParserRun(context: context)
         var text = ArrivingText(first: first, body: body)
         let result = try withUnsafeMutablePointer(to: &text) { text throws(FeedDocumentError) in
@@ -107,7 +109,7 @@ struct XMLEntryReader {
         }
 
         /// The entries, once ``parse(_:_:)`` has given `result`.
-        func entryBatches(parsed result: Int32) throws(FeedDocumentError) -> [[FeedEntry]] {
+        func entryBatches(parsed result: Int32) throws(FeedDocumentError) -> [BuiltBatch] {
             if let problem = reader.pointee.problem { throw FeedDocumentError(description: problem) }
             guard result == 0 else { throw FeedDocumentError(description: "not well-formed XML") }
             guard reader.pointee.format != nil else { throw FeedDocumentError(description: "empty, not an RSS, Atom or JSON Feed document") }
@@ -274,7 +276,8 @@ struct XMLEntryReader {
         entryDepth = 0
         mediaDepth = 0
         categoryDepth = 0
-        batch.add(fields)
+        let linkBase = fields[.link].base
+        batch.add(fields, linkBase: linkBase == .document ? nil : uri(of: linkBase))
         if batch.isFull {
             let used = batch.bytes.count
             builder.submit(batch)
@@ -288,11 +291,16 @@ struct XMLEntryReader {
     var isAtom10: Bool { format == .atom && rootNamespace == Namespace.atom }
 
     /// The base URI in force: the innermost `xml:base`, else the document's.
-    var currentBase: String { bases.last?.uri ?? context.base }
+    var currentBase: BaseNumber { bases.last?.number ?? .document }
+
+    func uri(of base: BaseNumber) -> String {
+        base == .document ? context.base : knownBases[Int(base.value) - 1]
+    }
 
     private mutating func pushBase(_ value: String) {
-        guard let resolved = LinkResolution.resolveBase(value, against: currentBase) else { return }
-        bases.append((depth, resolved))
+        guard let resolved = LinkResolution.resolveBase(value, against: uri(of: currentBase)) else { return }
+        knownBases.append(resolved)
+        bases.append((depth, BaseNumber(value: Int32(knownBases.count))))
     }
 }
 
