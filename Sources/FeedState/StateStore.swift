@@ -30,6 +30,8 @@ public final class StateStore: Sendable {
 
         /// How the writer gathers groups under load (tests hold it).
         var commitPacing = CommitPacing.standard
+        /// How the main-actor answers of a commit are sliced into main-queue jobs (tests time it).
+        var answerSlicing = AnswerSlicing.standard
 
         public init(pageBodyBudget: Int = Self.defaultPageBodyBudget) {
             self.pageBodyBudget = pageBodyBudget
@@ -86,7 +88,7 @@ public final class StateStore: Sendable {
                 logger.error("\(path): the rejected rows stay in the file for now: \(error)")
             }
         }
-        writer = StateWriter(connection: connection, snapshot: snapshot, bodyBudget: options.pageBodyBudget, pacing: options.commitPacing)
+        writer = StateWriter(connection: connection, snapshot: snapshot, bodyBudget: options.pageBodyBudget, pacing: options.commitPacing, slicing: options.answerSlicing)
     }
 
     deinit {

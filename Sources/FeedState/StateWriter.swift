@@ -13,9 +13,9 @@ import Foundation
 /// Only after `COMMIT` returned are the changes applied to the mirror readers see, and only then
 /// are their callers resumed.
 ///
-/// Callers on the main actor (the event loop's thread) are answered in batches: a hop to the
-/// main queue runs up to ``mainActorAnswersPerJob`` main-actor completions in the order the
-/// changes were queued, instead of one wake-up and one resumed task per change (see
+/// Callers on the main actor (the event loop's thread) are answered in slices: a hop to the
+/// main queue runs main-actor completions in the order the changes were queued for at most
+/// ``AnswerSlicing/timePerJob``, instead of one wake-up and one resumed task per change (see
 /// ``callMainActorAnswers()``).
 final class StateWriter: Sendable {
     typealias Result = Swift.Result<StateSnapshot.Effects, StoreError>
@@ -60,11 +60,13 @@ final class StateWriter: Sendable {
     /// The committed state, which readers see; only the writer thread changes it, after a `COMMIT`.
     let mirror: Locked<StateSnapshot>
     private let pacing: CommitPacing
+    private let slicing: AnswerSlicing
 
     /// Starts the thread, which from now on owns `connection`.
-    init(connection: SQLiteConnection, snapshot: StateSnapshot, bodyBudget: Int, pacing: CommitPacing) {
+    init(connection: SQLiteConnection, snapshot: StateSnapshot, bodyBudget: Int, pacing: CommitPacing, slicing: AnswerSlicing) {
         mirror = Locked(snapshot)
         self.pacing = pacing
+        self.slicing = slicing
         // The writer checkpoints (see `run`), not SQLite inside the commit that fills the log;
         // should this fail, SQLite's own checkpoints go on as before.
         try? connection.execute("PRAGMA wal_autocheckpoint = 0")
@@ -230,24 +232,22 @@ final class StateWriter: Sendable {
     /// Main-actor completions not called yet, oldest first, and whether a job to call them is queued.
     private let mainActorAnswers = Locked(MainActorAnswers())
 
-    /// Main-actor completions one main-queue job calls at most: some 130 µs of answers at a time
-    /// during an ack storm. (64 held a `next` up for half a millisecond; 16 halved the median
-    /// `next` meanwhile, and the extra hops cost nothing measurable.)
-    static let mainActorAnswersPerJob = 16
-
-    /// Calls the queued main-actor completions in order, ``mainActorAnswersPerJob`` per job on the
-    /// main queue. Between two jobs the event loop serves its sockets, so the answers to a large
-    /// group (a thousand acks, several milliseconds of writes) never hold up another client's
-    /// request for longer than one job.
+    /// Calls the queued main-actor completions in order, in main-queue jobs of at most
+    /// ``AnswerSlicing/timePerJob`` each (at least one completion a job). Between two jobs the
+    /// event loop serves its sockets, so the answers to a large group (a thousand acks, several
+    /// milliseconds of writes) never hold up another client's request for longer than one job.
     private func callMainActorAnswers() {
         DispatchQueue.main.async { [self] in
             MainActor.assumeIsolated {
-                let (batch, more) = mainActorAnswers.withLock { answers in
-                    let batch = answers.takeFirst(Self.mainActorAnswersPerJob)
-                    answers.isScheduled = !answers.isEmpty
-                    return (batch, answers.isScheduled)
+                let started = slicing.now()
+                while let (body, result) = mainActorAnswers.withLock({ $0.takeFirst() }) {
+                    body(result)
+                    if slicing.now() - started >= slicing.timePerJob { break }
                 }
-                for (body, result) in batch { body(result) }
+                let more = mainActorAnswers.withLock { answers in
+                    answers.isScheduled = !answers.isEmpty
+                    return answers.isScheduled
+                }
                 if more { callMainActorAnswers() }
             }
         }
@@ -255,13 +255,12 @@ final class StateWriter: Sendable {
 }
 
 /// The main-actor completions of committed changes that ``StateWriter/callMainActorAnswers()`` has
-/// yet to call, oldest first: the writer appends a transaction's at the back, each main-queue job
-/// takes a few from the front.
+/// yet to call, oldest first: the writer appends a transaction's at the back, the main-queue jobs
+/// take them one by one from the front.
 ///
-/// Taken from the front by moving a start index, not by `removeFirst`: the array was copied whole
-/// (every closure retained, then the old buffer's released) at each job, since the batch just
-/// taken still shared its buffer, and a storm's group of a few hundred answers cost the main
-/// thread the square of that (4% of its samples, `perf record` of the C client's ack storm).
+/// Taken from the front by moving a start index, not by `removeFirst`, which moves every answer
+/// left each time: a storm's group of a few hundred answers cost the main thread the square of
+/// that (4% of its samples, `perf record` of the C client's ack storm).
 private struct MainActorAnswers {
     typealias Answer = (body: @MainActor @Sendable (StateWriter.Result) -> Void, result: StateWriter.Result)
 
@@ -276,11 +275,11 @@ private struct MainActorAnswers {
         answers.append(contentsOf: more)
     }
 
-    /// Takes up to `count` answers from the front.
-    mutating func takeFirst(_ count: Int) -> [Answer] {
-        let end = min(start + count, answers.count)
-        let taken = Array(answers[start..<end])
-        start = end
+    /// Takes the answer at the front, if any.
+    mutating func takeFirst() -> Answer? {
+        guard start < answers.count else { return nil }
+        let taken = answers[start]
+        start += 1
         if start == answers.count {
             answers.removeAll(keepingCapacity: true)
             start = 0
@@ -314,6 +313,23 @@ struct CommitPacing: Sendable {
         let left = deadline - .now
         if left > .zero { usleep(UInt32(left / .microseconds(1))) }
     }
+}
+
+/// How long one main-queue job goes on calling the main-actor answers of committed changes
+/// (``StateWriter/callMainActorAnswers()``), and the clock it is timed on (a test's own).
+///
+/// Bounded by time, not by count: an answer costs from a `sendmsg` of an ack line (some 7 µs) to
+/// a page written behind it. Sixteen answers a job took 0.11 ms of the main thread at p50 and
+/// 0.31 ms at p99 during the C client's ack storm, and such jobs were a quarter of the time of the
+/// `ping`s over 1 ms (instrumented build, `ping-fanout`): a `ping` reported meanwhile waits for
+/// the job its turn comes after. (Earlier, 64 a job held a `next` up for half a millisecond, and
+/// 16 halved the median `next` at no cost the pairs could show.)
+struct AnswerSlicing: Sendable {
+    var timePerJob: Duration
+    var now: @Sendable () -> ContinuousClock.Instant
+
+    /// 50 µs: some seven acks' answers a job.
+    static let standard = AnswerSlicing(timePerJob: .microseconds(50)) { .now }
 }
 
 /// What only the writer thread touches: the connection, and the state as committed so far plus

@@ -97,33 +97,53 @@ import TestSupport
         #expect(store.consumers(of: "f").count == writes)
     }
 
-    /// A large group's answers are called a bounded batch at a time, so main-actor work (the
-    /// event loop's sockets) queued while they are answered does not wait for all of them.
+    /// A large group's answers are called in slices of bounded time, each a main-queue job of its
+    /// own, so main-actor work (the event loop's sockets) queued while they are answered waits for
+    /// one slice, not for all of them; and they are still called in the order the writes were queued.
     @MainActor
-    @Test func test_a_large_groups_answers_leave_room_for_other_main_actor_work() async throws {
+    @Test func test_a_large_groups_answers_are_called_in_slices_of_bounded_time_in_order() async throws {
         let fixture = try StoreFixture()
-        let store = try await fixture.openWithFeed(pages: 10)
+        // Each answer takes 20 µs of this clock: a slice of 50 µs calls three.
+        let clock = Locked(ContinuousClock.now)
+        var options = StateStore.Options()
+        options.answerSlicing = AnswerSlicing(timePerJob: .microseconds(50)) { clock.withLock { $0 } }
+        let store = try await fixture.openWithFeed(pages: 10, options: options)
         let commit = HeldCommit(store)
         // A first write whose commit is held: the writes queued meanwhile make one group.
-        store.setCursor(feed: "f", consumer: "first", generation: 1, cursor: 5) { _ in }
+        var answered: [Int] = []
+        // How many answers each main-queue job called: other work queued during a job (an answer
+        // queues it) runs right after that job, and notes how many answers came before it.
+        var slices: [Int] = []
+        var sliceMarkQueued = false
+        func answer(_ index: Int) {
+            answered.append(index)
+            clock.withLock { $0 += .microseconds(20) }
+            guard !sliceMarkQueued else { return }
+            sliceMarkQueued = true
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated {
+                    slices.append(answered.count - slices.reduce(0, +))
+                    sliceMarkQueued = false
+                }
+            }
+        }
+        store.setCursor(feed: "f", consumer: "first", generation: 1, cursor: 5) { _ in answer(-1) }
         await commit.reached()
-        let writes = 3 * StateWriter.mainActorAnswersPerJob
-        var answered = 0
-        var answeredWhenOtherWorkRan: Int?
+        let writes = 48
         let allAnswered = AsyncStream<Void>.makeStream()
         for index in 0..<writes {
             store.setCursor(feed: "f", consumer: "c\(index)", generation: 1, cursor: 5) { _ in
-                answered += 1
-                if index == 0 {
-                    DispatchQueue.main.async { MainActor.assumeIsolated { answeredWhenOtherWorkRan = answered } }
-                }
-                if answered == writes { allAnswered.continuation.finish() }
+                answer(index)
+                if index == writes - 1 { DispatchQueue.main.async { allAnswered.continuation.finish() } }
             }
         }
         commit.release()
         for await _ in allAnswered.stream {}
         #expect(store.statistics.largestGroup == writes, "the writes queued behind the held commit made one group")
-        #expect(answeredWhenOtherWorkRan.map { $0 < writes } == true, "other work waited for all \(writes) answers")
+        #expect(answered == [-1] + Array(0..<writes))
+        #expect(slices.reduce(0, +) == writes + 1)
+        #expect(slices.allSatisfy { $0 <= 3 }, "answers a job called: \(slices)")
+        #expect(slices.count >= (writes + 1) / 3, "answers a job called: \(slices)")
     }
 
     @MainActor

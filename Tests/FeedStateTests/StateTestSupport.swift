@@ -31,8 +31,8 @@ struct StoreFixture {
     }
 
     /// A store with feed `f` at generation 1 and `pages` pages recorded.
-    func openWithFeed(pages: Int = 10, directory: String? = nil) async throws -> StateStore {
-        let store = try open(directory)
+    func openWithFeed(pages: Int = 10, directory: String? = nil, options: StateStore.Options = .init()) async throws -> StateStore {
+        let store = try open(directory, options: options)
         try await store.startGeneration(feed: "f", generation: 1, fingerprint: "shape-1", seed: "s1")
         for page in stride(from: 1, through: pages, by: 1) {
             try await store.recordPage(feed: "f", generation: 1, page: page, token: "t\(page + 1)", body: nil)
