@@ -1,10 +1,22 @@
 import Dispatch
 import FeedKit
 
-/// The text of one field as the reader found it, in its batch's storage.
+/// The text of one field as the reader found it, in its batch's storage: 32-bit offsets, so that
+/// an entry of ten fields takes 136 bytes, not 248 (perf of a 20k read: the batches' entry arrays
+/// were a fifth of the reading thread's page faults, 5 MB of fresh memory a read).
 struct CapturedText: Sendable {
-    let range: Range<Int>
+    private let start: UInt32
+    private let end: UInt32
     let kind: TextKind
+
+    /// `range` of a batch's bytes, which are never 4 GiB (the body limit is far under).
+    init(range: Range<Int>, kind: TextKind) {
+        start = UInt32(range.lowerBound)
+        end = UInt32(range.upperBound)
+        self.kind = kind
+    }
+
+    var range: Range<Int> { Int(start)..<Int(end) }
 }
 
 /// An entry as the reader found it, before it becomes JSON.
@@ -21,7 +33,16 @@ struct CapturedEntry: Sendable {
     var guid: CapturedText?
     var id: CapturedText?
     /// Where the entry's categories are in the batch's `categories`.
-    var categories: Range<Int> = 0..<0
+    private var firstCategory: UInt32 = 0
+    private var endCategory: UInt32 = 0
+
+    var categories: Range<Int> {
+        get { Int(firstCategory)..<Int(endCategory) }
+        set {
+            firstCategory = UInt32(newValue.lowerBound)
+            endCategory = UInt32(newValue.upperBound)
+        }
+    }
 }
 
 /// Entries as the reader found them, their text in one buffer, on their way to becoming a
@@ -42,6 +63,9 @@ struct CapturedBatch: Sendable {
     init(expectedBytes: Int = 0) {
         bytes = []
         bytes.reserveCapacity(expectedBytes)
+        // Room for a full batch at once: grown by doubling, its entries were copied seven times
+        // over, in fresh memory (perf: 2% of a 20k read's samples on the reading thread).
+        entries.reserveCapacity(Self.size)
     }
 
     var isFull: Bool { entries.count >= Self.size }

@@ -113,6 +113,35 @@ import TestSupport
         #expect(read == body)
     }
 
+    /// A body that arrives faster than it is read waits in the transfer, not in memory: the body
+    /// holds about ``HTTPBodyStream/heldBytes`` unread, however large, and the transfer goes on as
+    /// the reader catches up, every byte delivered once and in order.
+    @Test func a_body_read_slower_than_it_arrives_is_held_to_a_megabyte_and_read_whole() async throws {
+        let transport = CurlTransport(maximumBodyBytes: 16 << 20)
+        let upstream = try LoopbackUpstream()
+        // No period a lost or repeated piece could hide in.
+        let body = (0..<(6 << 20)).map { UInt8(truncatingIfNeeded: ($0 &* 0x9E37_79B1) >> 11) }
+        upstream.setResource("/large", LoopbackUpstream.Resource(body: body, contentType: "application/octet-stream"))
+        let most = Locked(0)
+        let source = HTTPSource(transport: transport, timeout: .seconds(30))
+        let read = try await source.get(URL(string: "\(upstream.baseURL)/large")!, ifChangedSince: nil) { _, stream in
+            var read = Self.read(1, of: stream) ?? []
+            // Waits for the body to fill up (it must, at loopback speed), then reads it through
+            // in small pieces, noting the most it ever held.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while stream.unreadBytes < HTTPBodyStream.heldBytes, ContinuousClock.now < deadline { usleep(1_000) }
+            while true {
+                most.withLock { $0 = max($0, stream.unreadBytes) }
+                guard let piece = Self.read(4_000, of: stream), !piece.isEmpty else { break }
+                read += piece
+            }
+            return read
+        }?.value
+        #expect(read == body)
+        #expect(most.withLock { $0 } >= HTTPBodyStream.heldBytes, "the body filled up")
+        #expect(most.withLock { $0 } < HTTPBodyStream.heldBytes + (256 << 10), "and held no more than a piece over")
+    }
+
     @Test func a_transfer_cut_while_its_body_is_read_is_the_transport_failure() async throws {
         let upstream = try LoopbackUpstream()
         upstream.inject(.cut(body: [UInt8](repeating: 65, count: 3_000), sentFirst: 1_000))

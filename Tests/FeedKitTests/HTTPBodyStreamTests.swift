@@ -35,4 +35,41 @@ struct HTTPBodyStreamTests {
         try body.readAll(appendingTo: &rest)
         #expect(rest == Array(4..<20) + large + [1, 2, 3])
     }
+
+    /// A body holding ``HTTPBodyStream/heldBytes`` unread takes no more: the transport waits, and
+    /// is let go on once, when the reader has taken half; what the reader gets is every byte
+    /// taken, in order. Abandoned, it takes nothing and never lets the transport go on.
+    @Test func a_full_body_takes_nothing_more_until_the_reader_has_taken_half() throws {
+        let resumed = Locked(0)
+        let body = HTTPBodyStream(expectedBytes: nil, stopTransfer: {}, resumeTransfer: { resumed.withLock { $0 += 1 } })
+        let piece = (0..<16_384).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
+        var offered: [UInt8] = []
+        func offer() -> HTTPBodyStream.Offer {
+            let outcome = piece.withUnsafeBufferPointer { body.offer($0) }
+            if outcome == .taken { offered += piece }
+            return outcome
+        }
+        while offer() == .taken {}
+        #expect(body.unreadBytes >= HTTPBodyStream.heldBytes && body.unreadBytes < HTTPBodyStream.heldBytes + piece.count)
+        #expect(offer() == .full, "still full")
+        var read = try body.read(upTo: body.unreadBytes - HTTPBodyStream.heldBytes / 2 - 1)
+        #expect(resumed.withLock { $0 } == 0, "not under half yet")
+        #expect(offer() == .full)
+        read += try body.read(upTo: 1)
+        #expect(resumed.withLock { $0 } == 1, "let go on at half")
+        read += try body.read(upTo: 1)
+        #expect(resumed.withLock { $0 } == 1, "once")
+        #expect(offer() == .taken)
+        body.finish()
+        try body.readAll(appendingTo: &read)
+        #expect(read == offered)
+        #expect(resumed.withLock { $0 } == 1)
+
+        let abandoned = HTTPBodyStream(expectedBytes: nil, stopTransfer: {}, resumeTransfer: { resumed.withLock { $0 += 1 } })
+        while piece.withUnsafeBufferPointer({ abandoned.offer($0) }) == .taken {}
+        abandoned.abandon()
+        #expect(piece.withUnsafeBufferPointer { abandoned.offer($0) } == .abandoned)
+        #expect(throws: CancellationError.self) { try abandoned.read(upTo: 1) }
+        #expect(resumed.withLock { $0 } == 1, "an abandoned body lets nothing go on")
+    }
 }

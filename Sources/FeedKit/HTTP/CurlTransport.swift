@@ -62,10 +62,10 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
     }
 
     package func send(_ httpRequest: HTTPRequest, timeout: Duration) async throws -> HTTPResponse {
-        let cancellation = Cancellation()
+        let cancellation = Signal()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                start(Request(httpRequest, timeout: timeout, cancellation: cancellation, reply: .whole(continuation)))
+                start(Request(httpRequest, timeout: timeout, cancellation: cancellation, resume: nil, reply: .whole(continuation)))
             }
         } onCancel: {
             cancel(cancellation)
@@ -75,11 +75,15 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
     /// The body streams from its first byte on: curl's write callback appends each piece it
     /// delivers to the ``HTTPBodyStream``, from which the reader, on a thread of its own, takes it.
     package func open(_ httpRequest: HTTPRequest, timeout: Duration) async throws -> HTTPStreamedResponse {
-        let cancellation = Cancellation()
+        let cancellation = Signal()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let reply = Reply.streamed(continuation, stopTransfer: { [self] in cancel(cancellation) })
-                start(Request(httpRequest, timeout: timeout, cancellation: cancellation, reply: reply))
+                let resume = Signal()
+                let reply = Reply.streamed(continuation, stopTransfer: { [self] in cancel(cancellation) }, resumeTransfer: { [self] in
+                    resume.set()
+                    wakeLoop()
+                })
+                start(Request(httpRequest, timeout: timeout, cancellation: cancellation, resume: resume, reply: reply))
             }
         } onCancel: {
             cancel(cancellation)
@@ -92,7 +96,7 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
         wakeLoop()
     }
 
-    private func cancel(_ cancellation: Cancellation) {
+    private func cancel(_ cancellation: Signal) {
         cancellation.set()
         wakeLoop()
     }
@@ -121,11 +125,17 @@ package final class CurlTransport: HTTPTransport, TaskExecutor {
                 multi.add(transfer.easy)
             }
             redirected = []
-            for (easy, transfer) in transfers where transfer.request.cancellation.isSet {
-                transfers[easy] = nil
-                multi.remove(easy)
-                handles.give(easy)
-                transfer.cancelled()
+            for (easy, transfer) in transfers {
+                if transfer.request.cancellation.isSet {
+                    transfers[easy] = nil
+                    multi.remove(easy)
+                    handles.give(easy)
+                    transfer.cancelled()
+                } else if transfer.paused, transfer.request.resume?.take() == true {
+                    // The reader has caught up: the body's bytes come again from where curl stopped.
+                    transfer.paused = false
+                    curl_easy_pause(easy, CURLPAUSE_CONT)
+                }
             }
             multi.perform()
             while let (easy, result) = multi.nextFinished() {
@@ -166,7 +176,9 @@ private struct Request: Sendable {
     let hops: Int
     /// When the whole GET, every hop included, runs out of time.
     let deadline: ContinuousClock.Instant
-    let cancellation: Cancellation
+    let cancellation: Signal
+    /// Set when the reader of a streamed body has caught up with a transfer paused for it.
+    let resume: Signal?
     /// Where the fetch this GET is for counts its requests, every hop one.
     let meter: HTTPRequestMeter?
     let reply: Reply
@@ -179,14 +191,17 @@ private struct Request: Sendable {
             next.bearerToken = nil
             next.headers = URLOrigin.headersForOtherOrigins(next.headers)
         }
-        return Request(http: next, first: first, hops: hops + 1, deadline: deadline, cancellation: cancellation, meter: meter, reply: reply)
+        return Request(
+            http: next, first: first, hops: hops + 1, deadline: deadline, cancellation: cancellation, resume: resume, meter: meter, reply: reply)
     }
 }
 
 extension Request {
     /// The first hop of a GET of `http`, to be done within `timeout`.
-    init(_ http: HTTPRequest, timeout: Duration, cancellation: Cancellation, reply: Reply) {
-        self.init(http: http, first: http.url, hops: 0, deadline: .now + timeout, cancellation: cancellation, meter: HTTPRequestMeter.current, reply: reply)
+    init(_ http: HTTPRequest, timeout: Duration, cancellation: Signal, resume: Signal?, reply: Reply) {
+        self.init(
+            http: http, first: http.url, hops: 0, deadline: .now + timeout, cancellation: cancellation, resume: resume,
+            meter: HTTPRequestMeter.current, reply: reply)
     }
 }
 
@@ -194,26 +209,31 @@ extension Request {
 /// `open`, for the response as soon as its body starts.
 private enum Reply: Sendable {
     case whole(CheckedContinuation<HTTPResponse, any Error>)
-    /// With what stops the transfer when the reader abandons the body.
-    case streamed(CheckedContinuation<HTTPStreamedResponse, any Error>, stopTransfer: @Sendable () -> Void)
+    /// With what stops the transfer when the reader abandons the body, and what lets it go on
+    /// when the reader has caught up with a full body.
+    case streamed(CheckedContinuation<HTTPStreamedResponse, any Error>, stopTransfer: @Sendable () -> Void, resumeTransfer: @Sendable () -> Void)
 
     /// Answers with `result`, a response that is complete.
     func answer(_ result: Result<HTTPResponse, any Error>) {
         switch self {
         case .whole(let continuation): continuation.resume(with: result)
-        case .streamed(let continuation, _):
+        case .streamed(let continuation, _, _):
             continuation.resume(with: result.map(HTTPStreamedResponse.init(whole:)))
         }
     }
 }
 
-/// Set by a request's task when it is cancelled; the loop thread looks at it on every wake-up.
-private final class Cancellation: Sendable {
+/// Set by another thread for the loop thread, which looks at it on every wake-up: a request's
+/// task when it is cancelled, a body's reader when it has caught up with a paused transfer.
+private final class Signal: Sendable {
     private let flag = Atomic<Bool>(false)
 
     var isSet: Bool { flag.load(ordering: .acquiring) }
 
     func set() { flag.store(true, ordering: .releasing) }
+
+    /// Whether it was set, clearing it.
+    func take() -> Bool { flag.exchange(false, ordering: .acquiringAndReleasing) }
 }
 
 /// libcurl's multi handle. `curl_multi_wakeup` may be called from any thread; every other call
@@ -283,6 +303,8 @@ private final class Transfer {
     private var stream: HTTPBodyStream?
     private var received = 0
     private var bodyTooLarge = false
+    /// Whether the write callback has paused the transfer, its body full (see ``HTTPBodyStream/offer(_:)``).
+    var paused = false
     private var headers: [String: String] = [:]
 
     init(_ request: Request, easy: UnsafeMutableRawPointer, maximumBodyBytes: Int) {
@@ -311,7 +333,7 @@ private final class Transfer {
         feedd_curl_set_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
             let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
             let bytes = UnsafeRawPointer(data!).assumingMemoryBound(to: UInt8.self)
-            return transfer.receiveBody(UnsafeBufferPointer(start: bytes, count: size * count)) ? size * count : 0
+            return transfer.receiveBody(UnsafeBufferPointer(start: bytes, count: size * count))
         }
         feedd_curl_set_pointer(easy, CURLOPT_HEADERDATA, context)
         feedd_curl_set_callback(easy, CURLOPT_HEADERFUNCTION) { data, size, count, context in
@@ -325,22 +347,36 @@ private final class Transfer {
         errorText.deallocate()
     }
 
-    private func receiveBody(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    /// What the write callback returns: how many bytes were taken (fewer than `bytes.count` stops
+    /// the transfer), or curl's "pause", to be given them again once the reader has caught up.
+    private func receiveBody(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
         guard received + bytes.count <= maximumBodyBytes else {
             bodyTooLarge = true
-            return false
+            return 0
+        }
+        if let stream {
+            switch stream.offer(bytes) {
+            case .taken:
+                received += bytes.count
+                return bytes.count
+            case .full:
+                paused = true
+                return Int(CURL_WRITEFUNC_PAUSE)
+            case .abandoned:
+                return 0
+            }
         }
         received += bytes.count
         // A 2xx body is the one a streamed reply waits for (any other is an error, or a redirect
         // whose next hop brings the body): the reply is answered at its first byte.
-        if received == bytes.count, case .streamed(let continuation, let stopTransfer) = request.reply,
+        if received == bytes.count, case .streamed(let continuation, let stopTransfer, let resumeTransfer) = request.reply,
             case let status = Int(feedd_curl_response_code(easy)), 200..<300 ~= status
         {
-            let stream = HTTPBodyStream(expectedBytes: contentLength, stopTransfer: stopTransfer)
+            let stream = HTTPBodyStream(expectedBytes: contentLength, stopTransfer: stopTransfer, resumeTransfer: resumeTransfer)
             self.stream = stream
             continuation.resume(returning: HTTPStreamedResponse(status: status, headers: headers, body: stream))
+            return stream.append(bytes) ? bytes.count : 0
         }
-        if let stream { return stream.append(bytes) }
         // Room for the whole body at once: growing by doubling would copy it and leave up to
         // twice its size allocated (a compressed body's length is only a start). The padding a
         // JSONDocument needs after its text is room too, so that a JSON body is parsed where it lies.
@@ -348,7 +384,7 @@ private final class Transfer {
             body.reserveCapacity(length + JSONDocument.padding)
         }
         body.append(contentsOf: bytes)
-        return true
+        return bytes.count
     }
 
     /// The `Content-Length`, if it is within the body limit.
