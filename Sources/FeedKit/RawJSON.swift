@@ -34,11 +34,26 @@ public struct RawJSON: Sendable, Hashable {
     /// line of a few dozen bytes is mostly per call (a page of them checked line by line spent
     /// 1,789 instructions a line, most of a drain's budget), and they share `text`'s storage.
     public static func lines(of text: [UInt8], endingAt ends: [Int]) -> [RawJSON?] {
+        let valid = verdicts(of: text, endingAt: ends)
+        var lines: [RawJSON?] = []
+        lines.reserveCapacity(ends.count)
+        var start = 0
+        for (end, valid) in zip(ends, valid) {
+            lines.append(valid ? RawJSON(checked: text[start..<end]) : nil)
+            start = end + 1
+        }
+        return lines
+    }
+
+    /// Whether each line of `text` (as ``lines(of:endingAt:)`` cuts them) is one JSON text that
+    /// ``init(validating:)`` accepts, checked together in one pass of the parser; for a caller
+    /// that writes the lines on itself instead of keeping each as a ``RawJSON`` (``WrittenItems``).
+    public static func verdicts(of text: [UInt8], endingAt ends: [Int]) -> [Bool] {
         precondition(
             (ends.first ?? 0) >= 0 && (ends.last ?? 0) <= text.count && zip(ends, ends.dropFirst()).allSatisfy { $0 < $1 },
             "line ends out of order or outside the text")
         // An empty text holds only empty lines, none of them JSON.
-        guard !text.isEmpty else { return [RawJSON?](repeating: nil, count: ends.count) }
+        guard !text.isEmpty else { return [Bool](repeating: false, count: ends.count) }
         let valid = [UInt8](unsafeUninitializedCapacity: ends.count) { valid, initialized in
             text.withUnsafeBufferPointer { text in
                 ends.withUnsafeBufferPointer { ends in
@@ -47,14 +62,7 @@ public struct RawJSON: Sendable, Hashable {
             }
             initialized = ends.count
         }
-        var lines: [RawJSON?] = []
-        lines.reserveCapacity(ends.count)
-        var start = 0
-        for (end, valid) in zip(ends, valid) {
-            lines.append(valid == 1 ? RawJSON(checked: text[start..<end]) : nil)
-            start = end + 1
-        }
-        return lines
+        return valid.map { $0 == 1 }
     }
 
     /// `bytes` that a writer built as one JSON text, escaping every string it wrote itself (the
