@@ -54,15 +54,17 @@ public struct RawJSON: Sendable, Hashable {
             "line ends out of order or outside the text")
         // An empty text holds only empty lines, none of them JSON.
         guard !text.isEmpty else { return [Bool](repeating: false, count: ends.count) }
-        let valid = [UInt8](unsafeUninitializedCapacity: ends.count) { valid, initialized in
+        // The parser writes 0 or 1 a line: a Bool's two values, so straight into the verdicts.
+        return [Bool](unsafeUninitializedCapacity: ends.count) { valid, initialized in
             text.withUnsafeBufferPointer { text in
                 ends.withUnsafeBufferPointer { ends in
-                    feedd_json_lines_valid(text.baseAddress, ends.baseAddress, ends.count, JSONDocument.maximumDepth, valid.baseAddress)
+                    UnsafeMutableRawBufferPointer(valid).withMemoryRebound(to: UInt8.self) { valid in
+                        feedd_json_lines_valid(text.baseAddress, ends.baseAddress, ends.count, JSONDocument.maximumDepth, valid.baseAddress)
+                    }
                 }
             }
             initialized = ends.count
         }
-        return valid.map { $0 == 1 }
     }
 
     /// `bytes` that a writer built as one JSON text, escaping every string it wrote itself (the

@@ -15,6 +15,9 @@ public struct WrittenItems: Sendable {
         case items([Item])
         /// The array's bytes, each item's id and where its data lies in them.
         case written([UInt8], numbers: [Int], data: [Range<Int>])
+        /// The array's bytes when every line was JSON, each item's id and where its line ended
+        /// in the text (the caller's arrays, kept rather than a new one made for each page).
+        case lines([UInt8], numbers: [Int], ends: [Int])
     }
 
     private let storage: Storage
@@ -37,13 +40,14 @@ public struct WrittenItems: Sendable {
         precondition(numbers.count == ends.count, "one number a line")
         let verdicts = RawJSON.verdicts(of: text, endingAt: ends)
         count = ends.count
-        var data: [Range<Int>] = []
-        data.reserveCapacity(ends.count)
-        let bytes =
-            verdicts.allSatisfy({ $0 }) && numbers.allSatisfy({ $0 >= 0 })
-            ? Self.writeJSONLines(text, endingAt: ends, numbers: numbers, data: &data)
-            : Self.writeLines(text, endingAt: ends, numbers: numbers, verdicts: verdicts, data: &data)
-        storage = .written(bytes, numbers: numbers, data: data)
+        if verdicts.allSatisfy({ $0 }) && numbers.allSatisfy({ $0 >= 0 }) {
+            storage = .lines(Self.writeJSONLines(text, endingAt: ends, numbers: numbers), numbers: numbers, ends: ends)
+        } else {
+            var data: [Range<Int>] = []
+            data.reserveCapacity(ends.count)
+            let bytes = Self.writeLines(text, endingAt: ends, numbers: numbers, verdicts: verdicts, data: &data)
+            storage = .written(bytes, numbers: numbers, data: data)
+        }
     }
 
     /// The items; made now from the written bytes, for a reader that looks inside (a test, an
@@ -56,6 +60,18 @@ public struct WrittenItems: Sendable {
             // Each item's data alone, checked (or written as a string) when the items were: the
             // array as a whole may be nested two levels deeper than a document may be.
             return zip(numbers, data).map { Item(id: String($0), json: RawJSON(checked: bytes[$1])) }
+        case .lines(let bytes, let numbers, let ends):
+            // Where ``writeJSONLines(_:endingAt:numbers:)`` put each line.
+            var items: [Item] = []
+            var position = 1, start = 0
+            for (number, end) in zip(numbers, ends) {
+                if !items.isEmpty { position += 1 }
+                position += Self.opening.count + Self.digitCount(number) + Self.dataKey.count
+                items.append(Item(id: String(number), json: RawJSON(checked: bytes[position..<position + end - start])))
+                position += end - start + 1
+                start = end + 1
+            }
+            return items
         }
     }
 
@@ -63,7 +79,7 @@ public struct WrittenItems: Sendable {
     package func write(to writer: inout JSONWriter) {
         switch storage {
         case .items(let items): Item.write(items, to: &writer)
-        case .written(let bytes, _, _): writer.bytes.append(contentsOf: bytes)
+        case .written(let bytes, _, _), .lines(let bytes, _, _): writer.bytes.append(contentsOf: bytes)
         }
     }
 
@@ -71,7 +87,7 @@ public struct WrittenItems: Sendable {
     package var estimatedSize: Int {
         switch storage {
         case .items(let items): Item.estimatedSize(of: items)
-        case .written(let bytes, _, _): bytes.count
+        case .written(let bytes, _, _), .lines(let bytes, _, _): bytes.count
         }
     }
 
@@ -80,7 +96,7 @@ public struct WrittenItems: Sendable {
 
     /// Every line JSON, every number ≥ 0: the array written at its exact size, each item's
     /// opening, id and `"data":` put down together before its line is copied.
-    private static func writeJSONLines(_ text: [UInt8], endingAt ends: [Int], numbers: [Int], data: inout [Range<Int>]) -> [UInt8] {
+    private static func writeJSONLines(_ text: [UInt8], endingAt ends: [Int], numbers: [Int]) -> [UInt8] {
         let perItem = opening.count + dataKey.count + 2  // and `}` and `,` (or `]` after the last)
         var size = 2 + ends.count * perItem - (ends.isEmpty ? 0 : 1)
         var start = 0
@@ -106,8 +122,6 @@ public struct WrittenItems: Sendable {
                     out += dataKey.count
                     let length = ends[index] - start
                     if length > 0 { memcpy(out, text.baseAddress! + start, length) }
-                    let dataStart = out - buffer.baseAddress!
-                    data.append(dataStart..<dataStart + length)
                     out += length
                     out.pointee = UInt8(ascii: "}")
                     out += 1
