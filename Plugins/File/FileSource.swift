@@ -36,7 +36,7 @@ public struct FileSource: SourceAdapter {
     public var pageAddressing: PageAddressing { .direct }
 
     public func fetch(_ request: PageRequest) async throws -> FetchResult {
-        try pages(from: request, maxPages: 1)[0]
+        try pages(from: request, maxPages: 1)[0].result
     }
 
     /// A run of pages from one opening of the file and one reader, which reads on from one page
@@ -44,7 +44,13 @@ public struct FileSource: SourceAdapter {
     /// page, and the line a page finds after itself, to tell whether more follow, is left in the
     /// reader for the next page instead of copied.
     public func fetch(_ request: PageRequest, pages maxPages: Int) async throws -> [FetchResult] {
-        try pages(from: request, maxPages: maxPages)
+        try pages(from: request, maxPages: maxPages).map(\.result)
+    }
+
+    /// The same run with each page's lines written straight from the reader's buffer as the page
+    /// line holds them: no ``Item`` a line, nor the engine writing each again.
+    public func fetch(_ request: PageRequest, writtenPages maxPages: Int) async throws -> [WrittenFetchResult] {
+        try pages(from: request, maxPages: maxPages).map(\.written)
     }
 
     /// About how many lines, and how many bytes of them, a run frames at most before it stops
@@ -53,7 +59,7 @@ public struct FileSource: SourceAdapter {
     static let runLines = 1_000
     static let runBytes: Int64 = 1 << 20
 
-    private func pages(from request: PageRequest, maxPages: Int) throws -> [FetchResult] {
+    private func pages(from request: PageRequest, maxPages: Int) throws -> [FramedPage] {
         let file = try LineFile(path: path)
         defer { file.close() }
         let start: FilePosition
@@ -63,12 +69,12 @@ public struct FileSource: SourceAdapter {
             start = indexed
         } else {
             // The file has fewer pages than that (so far).
-            return [follow ? .notYet : .page([], next: .end)]
+            return [follow ? .notYet : .page(PageLines(pageSize: 0), next: .end)]
         }
 
         var framer = PageFramer(reader: try file.lines(from: start, includeUnterminatedLast: !follow), pageSize: pageSize, follow: follow)
         var pages = [try framer.nextPage()]
-        while pages.count < maxPages, case .page(_, next: .more) = pages[pages.count - 1],
+        while pages.count < maxPages, pages[pages.count - 1].continues,
             framer.linesRead < Self.runLines, framer.bytesRead < Self.runBytes
         {
             // A page that cannot be read ends the run before it: the engine asks for it again,

@@ -47,4 +47,10 @@ struct PageLines {
         }
         return items
     }
+
+    /// The lines written as a page line's items, ids their line numbers, each as ``items()``
+    /// would make it: no ``Item`` made.
+    func written() -> WrittenItems {
+        WrittenItems(lines: text, endingAt: ends, numbers: numbers)
+    }
 }

@@ -34,27 +34,37 @@ public struct RawJSON: Sendable, Hashable {
     /// line of a few dozen bytes is mostly per call (a page of them checked line by line spent
     /// 1,789 instructions a line, most of a drain's budget), and they share `text`'s storage.
     public static func lines(of text: [UInt8], endingAt ends: [Int]) -> [RawJSON?] {
-        precondition(
-            (ends.first ?? 0) >= 0 && (ends.last ?? 0) <= text.count && zip(ends, ends.dropFirst()).allSatisfy { $0 < $1 },
-            "line ends out of order or outside the text")
-        // An empty text holds only empty lines, none of them JSON.
-        guard !text.isEmpty else { return [RawJSON?](repeating: nil, count: ends.count) }
-        let valid = [UInt8](unsafeUninitializedCapacity: ends.count) { valid, initialized in
-            text.withUnsafeBufferPointer { text in
-                ends.withUnsafeBufferPointer { ends in
-                    feedd_json_lines_valid(text.baseAddress, ends.baseAddress, ends.count, JSONDocument.maximumDepth, valid.baseAddress)
-                }
-            }
-            initialized = ends.count
-        }
+        let valid = verdicts(of: text, endingAt: ends)
         var lines: [RawJSON?] = []
         lines.reserveCapacity(ends.count)
         var start = 0
         for (end, valid) in zip(ends, valid) {
-            lines.append(valid == 1 ? RawJSON(checked: text[start..<end]) : nil)
+            lines.append(valid ? RawJSON(checked: text[start..<end]) : nil)
             start = end + 1
         }
         return lines
+    }
+
+    /// Whether each line of `text` (as ``lines(of:endingAt:)`` cuts them) is one JSON text that
+    /// ``init(validating:)`` accepts, checked together in one pass of the parser; for a caller
+    /// that writes the lines on itself instead of keeping each as a ``RawJSON`` (``WrittenItems``).
+    public static func verdicts(of text: [UInt8], endingAt ends: [Int]) -> [Bool] {
+        precondition(
+            (ends.first ?? 0) >= 0 && (ends.last ?? 0) <= text.count && zip(ends, ends.dropFirst()).allSatisfy { $0 < $1 },
+            "line ends out of order or outside the text")
+        // An empty text holds only empty lines, none of them JSON.
+        guard !text.isEmpty else { return [Bool](repeating: false, count: ends.count) }
+        // The parser writes 0 or 1 a line: a Bool's two values, so straight into the verdicts.
+        return [Bool](unsafeUninitializedCapacity: ends.count) { valid, initialized in
+            text.withUnsafeBufferPointer { text in
+                ends.withUnsafeBufferPointer { ends in
+                    UnsafeMutableRawBufferPointer(valid).withMemoryRebound(to: UInt8.self) { valid in
+                        feedd_json_lines_valid(text.baseAddress, ends.baseAddress, ends.count, JSONDocument.maximumDepth, valid.baseAddress)
+                    }
+                }
+            }
+            initialized = ends.count
+        }
     }
 
     /// `bytes` that a writer built as one JSON text, escaping every string it wrote itself (the

@@ -82,6 +82,14 @@ public protocol SourceAdapter: Sendable {
     /// why then. Every rule of ``fetch(_:)`` holds for each page.
     func fetch(_ request: PageRequest, pages maxPages: Int) async throws -> [FetchResult]
 
+    /// What ``fetch(_:pages:)`` answers, with each page's items already written as the page
+    /// line holds them (``WrittenItems``): the call the daemon makes. Implement it where the
+    /// source's items are JSON text with numbers for ids that can be written straight from what
+    /// was read (a file's lines, through ``WrittenItems/init(lines:endingAt:numbers:)``), so no
+    /// ``Item`` is made of each; the default wraps ``fetch(_:pages:)``. Every rule of
+    /// ``fetch(_:pages:)`` holds.
+    func fetch(_ request: PageRequest, writtenPages maxPages: Int) async throws -> [WrittenFetchResult]
+
     /// Where the daemon runs ``fetch(_:)``; nil (the default) for Swift's shared pool. An adapter
     /// whose fetch is one request and the parse of a page-sized body names its transport's
     /// (``HTTPTransport/executor``): the request is then queued and its answer read on the
@@ -136,6 +144,11 @@ extension SourceAdapter {
     /// One page: a call of ``fetch(_:)``.
     public func fetch(_ request: PageRequest, pages maxPages: Int) async throws -> [FetchResult] {
         [try await fetch(request)]
+    }
+
+    /// The pages of ``fetch(_:pages:)``, their items written when each page is encoded.
+    public func fetch(_ request: PageRequest, writtenPages maxPages: Int) async throws -> [WrittenFetchResult] {
+        try await fetch(request, pages: maxPages).map(WrittenFetchResult.init)
     }
 
     /// None: Swift's shared pool.

@@ -108,20 +108,25 @@ import TestSupport
         }
     }
 
+    /// 120 lines of every kind, 24 pages of 4: JSON of several shapes and spacings, text with
+    /// quotes, backslashes and a control character, blank lines, a CRLF ending, and no line
+    /// break after the last.
+    static let mixedLines = (1...120).map { number in
+        switch number % 9 {
+        case 2: ""
+        case 4: "not json \(number) \"quoted\" \\ \u{01}"
+        case 6: #"{"n":\#(number)}"# + "\r"
+        case 7: " \t "
+        case 8: #"  [ 1 , {"deep":[[["x"]]]} , 2.50e3 ]  "#
+        default: #"{"n":\#(number),"tags":["a","b"],"s":"é\u00e9\n"}"#
+        }
+    }
+
     /// A run of pages framed in one call, from any page on, is the pages fetched one a call:
     /// the same items (a line that is not JSON a string on its own page), the same tokens, and
     /// the same end, with blank lines, CRLF endings and an unterminated last line on the way.
     @Test func a_run_of_pages_in_one_call_is_the_pages_fetched_one_a_call() async throws {
-        let lines = (1...120).map { number in
-            switch number % 9 {
-            case 2: ""
-            case 4: "not json \(number)"
-            case 6: #"{"n":\#(number)}"# + "\r"
-            case 7: " \t "
-            default: #"{"n":\#(number),"tags":["a","b"]}"#
-            }
-        }
-        let (source, _) = try source(lines.joined(separator: "\n"), pageSize: 4)
+        let (source, _) = try source(Self.mixedLines.joined(separator: "\n"), pageSize: 4)
         let walked = try await walk(source)
         #expect(walked.count == 24)
         for (index, (request, _)) in walked.enumerated() {
@@ -133,6 +138,113 @@ import TestSupport
         // Page 7 by number alone starts a run alike.
         let direct = try await source.fetch(PageRequest(page: 7, token: nil, generation: 1, seed: "test"), pages: 5)
         #expect(direct == walked[6..<11].map(\.result))
+    }
+
+    /// The bytes a page line's `items` holds for `result`'s items, and what follows it.
+    static func written(_ result: FetchResult) -> (bytes: [UInt8], next: NextPage?) {
+        guard case .page(let items, let next) = result else { return ([], nil) }
+        var writer = JSONWriter()
+        Item.write(items, to: &writer)
+        return (writer.bytes, next)
+    }
+
+    /// The same, for a page whose items the adapter wrote.
+    static func written(_ result: WrittenFetchResult) -> (bytes: [UInt8], next: NextPage?) {
+        guard case .page(let items, let next) = result else { return ([], nil) }
+        var writer = JSONWriter()
+        items.write(to: &writer)
+        return (writer.bytes, next)
+    }
+
+    /// Written pages (no `Item` a line) are the pages of items down to the byte, from any page on
+    /// and in runs of any length: JSON lines, lines that are not JSON, blank lines, CRLF endings,
+    /// an unterminated last line, and the items read back from the written bytes are the same.
+    @Test func written_pages_are_the_pages_of_items_byte_for_byte() async throws {
+        let (source, _) = try source(Self.mixedLines.joined(separator: "\n"), pageSize: 4)
+        let walked = try await walk(source)
+        #expect(walked.count == 24)
+        for (index, (request, _)) in walked.enumerated() {
+            for maxPages in [1, 5] {
+                let written = try await source.fetch(request, writtenPages: maxPages)
+                let expected = Array(walked[index...].prefix(maxPages).map(\.result))
+                #expect(written.count == expected.count, "page \(request.page), \(maxPages) pages")
+                for (page, result) in zip(written, expected) {
+                    let (bytes, next) = Self.written(page), (itemBytes, itemNext) = Self.written(result)
+                    #expect(next == itemNext)
+                    #expect(bytes == itemBytes, "page \(request.page): \(String(decoding: bytes, as: UTF8.self))")
+                    if case .page(let writtenItems, _) = page, case .page(let items, _) = result {
+                        #expect(writtenItems.items == items)
+                        #expect(writtenItems.count == items.count)
+                    }
+                }
+            }
+        }
+        // By number alone, and past the end.
+        let direct = try await source.fetch(PageRequest(page: 7, token: nil, generation: 1, seed: "test"), writtenPages: 3)
+        #expect(direct.map { Self.written($0).bytes } == walked[6..<9].map { Self.written($0.result).bytes })
+        let beyond = try await source.fetch(PageRequest(page: 99, token: nil, generation: 1, seed: "test"), writtenPages: 3)
+        #expect(beyond.map { Self.written($0).bytes } == [Array("[]".utf8)])
+        #expect(beyond.map { Self.written($0).next } == [.end])
+    }
+
+    /// Hostile lines (not JSON, not UTF-8, nested past the limit, a carriage return or a control
+    /// character inside, a NUL) are written as the strings their items hold, as before: the
+    /// written bytes are the items' bytes, one valid JSON text with no line break.
+    @Test func written_hostile_lines_are_refused_as_json_as_items_are() async throws {
+        let lines: [[UInt8]] = [
+            #"{"a":1}"#, "[1,", #""open"#, String(repeating: "[", count: 600) + String(repeating: "]", count: 600),
+            String(repeating: "[", count: 512) + String(repeating: "]", count: 512), "{\"b\":\r2}", #"{"c":3}}"#, "null",
+        ].map { Array($0.utf8) } + [
+            [UInt8(ascii: "\""), 0xFF, UInt8(ascii: "\"")], [0xC0, 0x80], [UInt8(ascii: "\""), 0xED, 0xA0, 0x80, UInt8(ascii: "\"")],
+            [UInt8(ascii: "\""), 0x00, UInt8(ascii: "\"")], [0x01, 0x1F, 0x7F], Array(#"{"k":"\#u{7}"}"#.utf8),
+        ]
+        let path = directory.path("hostile.ndjson")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(lines.joined(separator: [UInt8(ascii: "\n")]))))
+        let options = AdapterOptions(feed: "test", values: ["path": .string(path), "page_size": .integer(Int64(lines.count))])
+        let source = try FileSource(options: options, context: AdapterConformance.context(timeout: .seconds(1)))
+        let request = PageRequest(page: 1, token: nil, generation: 1, seed: "test")
+        let written = try await source.fetch(request, writtenPages: 1)
+        let items = try await source.fetch(request, pages: 1)
+        let bytes = Self.written(written[0]).bytes
+        #expect(bytes == Self.written(items[0]).bytes)
+        #expect(!bytes.contains(0x0A) && !bytes.contains(0x0D))
+        #expect(String(validating: bytes, as: UTF8.self) != nil, "the written items are UTF-8")
+        // One JSON text, but for the line nested to the limit, which the array nests two levels deeper.
+        let shallow = Array(lines.prefix(4)) + Array(lines.dropFirst(5))
+        let (shallowText, shallowEnds) = (Array(shallow.joined(separator: [UInt8(ascii: "\n")])), shallow.reduce(into: [Int]()) { $0.append(($0.last.map { $0 + 1 } ?? 0) + $1.count) })
+        var shallowBytes = JSONWriter()
+        WrittenItems(lines: shallowText, endingAt: shallowEnds, numbers: Array(1...shallow.count)).write(to: &shallowBytes)
+        #expect(RawJSON(validating: shallowBytes.bytes) != nil, "the written items are one JSON text")
+        guard case .page(let writtenItems, _) = written[0] else { throw TestFailure("expected a page") }
+        let alone = lines.enumerated().map { number, line in
+            RawJSON(validating: line).map { Item(id: String(number + 1), json: $0) }
+                ?? Item(id: String(number + 1), data: .string(String(decoding: line, as: UTF8.self)))
+        }
+        #expect(writtenItems.items == alone)
+        let json = writtenItems.items.filter { $0.data != .string(String(decoding: lines[Int($0.id)! - 1], as: UTF8.self)) }.map(\.id)
+        #expect(json.contains("1") && json.contains("8") && !json.contains("4") && !json.contains("9"), "the lines that are JSON: \(json)")
+    }
+
+    /// Written items made directly: empty, all JSON (the exact-size path), and ids of every width.
+    @Test func written_items_of_lines_are_written_as_items_are() {
+        for (text, ends, numbers) in [
+            ([UInt8](), [Int](), [Int]()), (Array("1".utf8), [1], [0]),
+            (Array("1\n{}\n\"x\"".utf8), [1, 4, 8], [9, 10, 1_234_567_890_123]), (Array("\n2".utf8), [0, 2], [1, 2]),
+        ] {
+            let written = WrittenItems(lines: text, endingAt: ends, numbers: numbers)
+            var start = 0
+            let items = zip(ends, numbers).map { end, number in
+                defer { start = end + 1 }
+                let line = text[start..<end]
+                return RawJSON(validating: line).map { Item(id: String(number), json: $0) } ?? Item(id: String(number), data: .string(String(decoding: line, as: UTF8.self)))
+            }
+            var mine = JSONWriter(), theirs = JSONWriter()
+            written.write(to: &mine)
+            Item.write(items, to: &theirs)
+            #expect(mine.bytes == theirs.bytes)
+            #expect(written.count == items.count)
+            #expect(written.items == items)
+        }
     }
 
     /// A run stops after about a thousand lines, so its first page never waits long for its last.

@@ -32,7 +32,11 @@ public final class Page: Sendable {
     }
 
     convenience init(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool, encoder: any PageEncoder) {
-        let line = encoder.encode(feed: feed, generation: generation, number: number, items: items, isLast: isLast)
+        self.init(feed: feed, generation: generation, number: number, items: WrittenItems(items), isLast: isLast, encoder: encoder)
+    }
+
+    convenience init(feed: String, generation: Int, number: Int, items: WrittenItems, isLast: Bool, encoder: any PageEncoder) {
+        let line = encoder.encode(feed: feed, generation: generation, number: number, written: items, isLast: isLast)
         self.init(feed: feed, generation: generation, number: number, itemCount: items.count, isLast: isLast, line: line)
     }
 
@@ -75,4 +79,16 @@ public final class Page: Sendable {
 public protocol PageEncoder: Sendable {
     /// The page's whole line, ending in `}\n`: the fronts put a reply's id before that closing.
     func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes
+
+    /// The same line for items an adapter wrote (``SourceAdapter/fetch(_:writtenPages:)``), or
+    /// that were wrapped to be written now; the default makes ``Item``s of them.
+    func encode(feed: String, generation: Int, number: Int, written: WrittenItems, isLast: Bool) -> SharedBytes
+}
+
+extension PageEncoder {
+    /// The line of ``encode(feed:generation:number:items:isLast:)`` for the items, made from
+    /// their written bytes if need be: an encoder that can copy those (the server's) says so.
+    public func encode(feed: String, generation: Int, number: Int, written: WrittenItems, isLast: Bool) -> SharedBytes {
+        encode(feed: feed, generation: generation, number: number, items: written.items, isLast: isLast)
+    }
 }

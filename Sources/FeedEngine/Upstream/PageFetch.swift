@@ -6,8 +6,9 @@ import FeedKit
 /// A run asks for up to `maxPages` consecutive pages, one call at a time, each with the token
 /// the previous one returned, and only while pages come fast (no call starts more than
 /// ``runBudget`` after the first). Each call asks for the rest of the run
-/// (``SourceAdapter/fetch(_:pages:)``): an adapter that can frame several pages from one read
-/// (a file) answers with them, any other with one. Its first page, the one a subscriber may be waiting for, is
+/// (``SourceAdapter/fetch(_:writtenPages:)``): an adapter that can frame several pages from one read
+/// (a file) answers with them, any other with one, and an adapter that writes its items (a file)
+/// hands them over as the page line holds them. Its first page, the one a subscriber may be waiting for, is
 /// handed over at once (see ``RunHandOver``); the others when a page comes ``handOverInterval``
 /// or more after the last hand-over, and with the run's end. So a fast source (a local file, an
 /// upstream on the same host) costs a hop to the main actor per millisecond of pages, not one
@@ -145,10 +146,10 @@ struct PageFetch: Sendable {
         var kept = StoredRun.Work()
         var request = step.request
         while true {
-            let results: [FetchResult]
+            let results: [WrittenFetchResult]
             do {
                 let called = clock.now
-                results = try await adapter.fetch(request, pages: maxPages - run.adapterCalls)
+                results = try await adapter.fetch(request, writtenPages: maxPages - run.adapterCalls)
                 if run.adapterCalls > 0 { laterCalls += clock.now - called }
                 guard !results.isEmpty else { throw SourceError.transient("the adapter answered a call for page \(request.page) with no page") }
             } catch {
@@ -200,16 +201,16 @@ struct PageFetch: Sendable {
     }
 
     private func askSource(_ request: PageRequest, page number: Int) async throws -> Answer {
-        answer(try await adapter.fetch(request), to: request, page: number)
+        answer(WrittenFetchResult(try await adapter.fetch(request)), to: request, page: number)
     }
 
     /// What the source gave, with its page encoded.
-    private func answer(_ result: FetchResult, to request: PageRequest, page number: Int) -> Answer {
+    private func answer(_ result: WrittenFetchResult, to request: PageRequest, page number: Int) -> Answer {
         switch result {
         case .notYet:
             return .notYet
         case .page(let items, let next):
-            let isLast = Page.isLast(next: next, wrap: wrap, isEmpty: items.isEmpty, sourcePage: request.page)
+            let isLast = Page.isLast(next: next, wrap: wrap, isEmpty: items.count == 0, sourcePage: request.page)
             let page = Page(feed: feed, generation: generation, number: number, items: items, isLast: isLast, encoder: encoder)
             return .page(page, next: next)
         }

@@ -155,11 +155,17 @@ public struct PageLineEncoder: PageEncoder {
     public init() {}
 
     public func encode(feed: String, generation: Int, number: Int, items: [Item], isLast: Bool) -> SharedBytes {
-        var line = Message(type: "page", capacity: 256 + Item.estimatedSize(of: items))
+        encode(feed: feed, generation: generation, number: number, written: WrittenItems(items), isLast: isLast)
+    }
+
+    /// The line with the items as they are written: a page an adapter wrote (a file's) is
+    /// copied in, any other's items are written here.
+    public func encode(feed: String, generation: Int, number: Int, written items: WrittenItems, isLast: Bool) -> SharedBytes {
+        var line = Message(type: "page", capacity: 256 + items.estimatedSize)
         line.field("feed", feed)
         line.field("generation", generation)
         line.field("page", number)
-        line.field("items") { Item.write(items, to: &$0) }
+        line.field("items") { items.write(to: &$0) }
         line.field("last", isLast)
         return SharedBytes(line.line(replyTo: nil))
     }
